@@ -1,0 +1,126 @@
+// `oar`: lists the plugins OAR finds and the devices they serve, like clinfo
+// or nvidia-smi. Exit 0 even with no devices: an empty machine is not an error.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include "cli/describe.h"
+#include "oar/oar.hpp"
+
+namespace {
+
+using nlohmann::json;
+
+std::string join(const std::vector<std::string>& items) {
+  std::string text;
+  for (const auto& item : items) text += (text.empty() ? "" : ", ") + item;
+  return text.empty() ? "-" : text;
+}
+
+json runtime_json(const oar::Runtime& runtime) {
+  json plugins = json::array();
+  for (const auto& record : runtime.plugins()) plugins.push_back(oar::cli::plugin_json(record));
+  json devices = json::array();
+  for (oar::Device* device : runtime.devices()) devices.push_back(oar::cli::device_json(*device));
+  return {
+      {"schema_version", oar::cli::kJsonSchemaVersion},
+      {"abi_version", fmt::format("{}.{}", OAR_ABI_MAJOR, OAR_ABI_MINOR)},
+      {"plugins", plugins},
+      {"devices", devices},
+  };
+}
+
+void print_list(const oar::Runtime& runtime) {
+  size_t loaded = 0;
+  for (const auto& record : runtime.plugins()) loaded += record.state == oar::PluginState::kLoaded;
+  fmt::print("Plugins: {} found, {} loaded\n", runtime.plugins().size(), loaded);
+  for (const auto& r : runtime.plugins()) {
+    if (r.state == oar::PluginState::kLoaded) {
+      fmt::print("  {:<12} loaded   v{} ({}), ABI {}.{}, {} device(s), {} kernel(s)\n", r.name,
+                 r.version, r.vendor, r.abi_major, r.abi_minor, r.device_count, r.kernel_count);
+      fmt::print("  {:<12}          {}\n", "", r.library_path);
+    } else {
+      fmt::print("  {:<12} skipped  {}: {}\n", r.name, oar::status_name(r.code), r.reason);
+      fmt::print("  {:<12}          {}\n", "",
+                 r.manifest_path.empty() ? r.library_path : r.manifest_path);
+    }
+  }
+  fmt::print("Devices: {}\n", runtime.devices().size());
+  for (oar::Device* device : runtime.devices()) {
+    const auto& p = device->properties();
+    fmt::print("  {:<12} {} | {} | {} | {} compute units | dtypes+ {} | {}\n", device->name(),
+               p.name, oar::cli::device_kind_name(p.kind),
+               oar::cli::human_bytes(p.total_memory), p.compute_units,
+               join(oar::cli::dtype_support_names(p.dtypes)),
+               join(oar::cli::feature_names(p.features)));
+  }
+  if (runtime.devices().empty()) {
+    fmt::print("  (none: no plugin found a device; OAR_PLUGIN_PATH adds manifest folders)\n");
+  }
+}
+
+void print_info(oar::Device& device) {
+  const auto& p = device.properties();
+  auto row = [](const char* key, const std::string& value) {
+    fmt::print("  {:<22} {}\n", key, value);
+  };
+  fmt::print("{}\n", device.name());
+  row("name", p.name);
+  row("vendor", p.vendor);
+  row("driver_version", p.driver_version);
+  row("plugin", device.plugin_name());
+  row("kind", oar::cli::device_kind_name(p.kind));
+  row("dlpack_device_type", std::to_string(p.dlpack_device_type));
+  row("total_memory", fmt::format("{} ({} bytes)", oar::cli::human_bytes(p.total_memory),
+                                  p.total_memory));
+  row("max_allocation_size", fmt::format("{} ({} bytes)",
+                                         oar::cli::human_bytes(p.max_allocation_size),
+                                         p.max_allocation_size));
+  row("min_alignment", fmt::format("{} bytes", p.min_alignment));
+  row("memory_kinds", join(oar::cli::memory_kind_names(p.memory_kinds)));
+  row("dtypes (beyond f32/int)", join(oar::cli::dtype_support_names(p.dtypes)));
+  row("features", join(oar::cli::feature_names(p.features)));
+  row("compute_units", std::to_string(p.compute_units));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"oar: list OAR plugins and devices"};
+  app.require_subcommand(1);
+  bool as_json = false;
+  auto* list = app.add_subcommand("list", "every plugin found (loaded, or why skipped) and device");
+  list->add_flag("--json", as_json, "machine-readable output (schema_version says its form)");
+  std::string device_name;
+  auto* info = app.add_subcommand("info", "every property of one device");
+  info->add_option("DEVICE", device_name, "a device name such as cpu:0, or a plugin name")
+      ->required();
+  info->add_flag("--json", as_json, "machine-readable output");
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    oar::Runtime runtime;
+    if (*list) {
+      if (as_json) {
+        std::cout << runtime_json(runtime).dump(2) << "\n";
+      } else {
+        print_list(runtime);
+      }
+      return 0;
+    }
+    oar::Device& device = runtime.device(device_name);
+    if (as_json) {
+      json document = {{"schema_version", oar::cli::kJsonSchemaVersion},
+                       {"device", oar::cli::device_json(device)}};
+      std::cout << document.dump(2) << "\n";
+    } else {
+      print_info(device);
+    }
+    return 0;
+  } catch (const oar::Error& e) {
+    std::fprintf(stderr, "oar: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,82 @@
+#include "core/loader/host_services.h"
+
+#include <cstdio>
+#include <mutex>
+
+#include "core/loader/environment.h"
+#include "core/loader/plugin.h"
+
+namespace oar::detail {
+namespace {
+
+struct ReportedError {
+  const Plugin* plugin = nullptr;
+  oar_status_t code = OAR_STATUS_OK;
+  std::string message;
+};
+
+// Per thread: a plugin reports on the thread that returns the failing status,
+// so two threads failing at once never see each other's message.
+thread_local ReportedError t_reported;
+
+int32_t threshold() {
+  static const int32_t level = [] {
+    auto value = loader::get_environment("OAR_LOG");
+    if (!value) return int32_t(OAR_LOG_LEVEL_WARNING);
+    if (*value == "debug") return int32_t(OAR_LOG_LEVEL_DEBUG);
+    if (*value == "info") return int32_t(OAR_LOG_LEVEL_INFO);
+    if (*value == "error") return int32_t(OAR_LOG_LEVEL_ERROR);
+    if (*value == "off") return int32_t(OAR_LOG_LEVEL_ERROR + 1);
+    return int32_t(OAR_LOG_LEVEL_WARNING);
+  }();
+  return level;
+}
+
+void report_error(void* context, oar_status_t code, const char* message) {
+  t_reported.plugin = static_cast<const Plugin*>(context);
+  t_reported.code = code;
+  t_reported.message = message != nullptr ? message : "";
+}
+
+void log(void* context, int32_t level, const char* message) {
+  const auto* plugin = static_cast<const Plugin*>(context);
+  log_line(level, plugin->name(), message != nullptr ? message : "");
+}
+
+void trace(void*, const oar_trace_record_t*) {
+  // Tracing to Chrome-trace JSON is not part of ABI 1.0's core yet; the ABI
+  // allows the service to be a no-op while tracing is off.
+}
+
+}  // namespace
+
+oar_host_services_t make_host_services(const Plugin* plugin) {
+  oar_host_services_t host{};
+  host.struct_size = OAR_HOST_SERVICES_STRUCT_SIZE;
+  host.abi_major = OAR_ABI_MAJOR;
+  host.abi_minor = OAR_ABI_MINOR;
+  host.context = const_cast<Plugin*>(plugin);
+  host.report_error = &report_error;
+  host.log = &log;
+  host.trace = &trace;
+  return host;
+}
+
+std::string take_reported_error(const Plugin* plugin) {
+  if (t_reported.plugin != plugin || t_reported.message.empty()) {
+    return "(the plugin reported no message)";
+  }
+  t_reported.plugin = nullptr;
+  return std::move(t_reported.message);
+}
+
+void log_line(int32_t level, const std::string& source, const std::string& message) {
+  if (level < threshold()) return;
+  static const char* names[] = {"debug", "info", "warning", "error"};
+  const char* name = level >= 0 && level <= 3 ? names[level] : "log";
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
+  std::fprintf(stderr, "oar[%s] %s: %s\n", source.c_str(), name, message.c_str());
+}
+
+}  // namespace oar::detail

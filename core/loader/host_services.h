@@ -1,0 +1,24 @@
+// The services the core offers every plugin (oar_host_services_t): error
+// messages kept per thread, logging, and trace records.
+#pragma once
+
+#include <string>
+
+#include "oar/plugin.h"
+
+namespace oar::detail {
+
+class Plugin;
+
+// Services whose context is |plugin|.
+oar_host_services_t make_host_services(const Plugin* plugin);
+
+// The message |plugin| reported on this thread for its last failure (and
+// forgets it), or a placeholder saying it gave none.
+std::string take_reported_error(const Plugin* plugin);
+
+// Writes one diagnostic line to stderr if |level| passes OAR_LOG (default:
+// warnings and errors).
+void log_line(int32_t level, const std::string& source, const std::string& message);
+
+}  // namespace oar::detail

@@ -1,0 +1,81 @@
+#include "core/loader/library.h"
+
+#include <dlfcn.h>
+
+#include <cstring>
+#include <utility>
+
+namespace oar::loader {
+namespace {
+
+// Turns the loader's message into a status whose text says what kind of
+// problem it is before quoting the loader.
+Status open_failure(const std::string& path, const char* loader_message) {
+  std::string text = loader_message != nullptr ? loader_message : "unknown dlopen failure";
+  auto has = [&](const char* needle) { return text.find(needle) != std::string::npos; };
+  if (has("No such file")) {
+    return Status(OAR_STATUS_NOT_FOUND, "library file missing: " + text);
+  }
+  if (has("undefined symbol")) {
+    size_t at = text.find("undefined symbol: ");
+    std::string symbol = text.substr(at + std::strlen("undefined symbol: "));
+    symbol = symbol.substr(0, symbol.find_first_of(" \t("));
+    return Status(OAR_STATUS_FAILED_PRECONDITION,
+                  "undefined symbol '" + symbol + "' (link the plugin with everything it uses; " +
+                      "the loader said: " + text + ")");
+  }
+  if (has("wrong ELF class") || has("ELF file's machine") || has("ELF file OS ABI") ||
+      has("ELF file data encoding")) {
+    return Status(OAR_STATUS_FAILED_PRECONDITION,
+                  "built for another architecture: " + text);
+  }
+  if (has("invalid ELF header") || has("file too short") || has("not in ELF")) {
+    return Status(OAR_STATUS_INVALID_ARGUMENT, "not a shared library: " + text);
+  }
+  return Status(OAR_STATUS_UNAVAILABLE, "cannot load " + path + ": " + text);
+}
+
+}  // namespace
+
+SharedLibrary::~SharedLibrary() { close(); }
+
+SharedLibrary::SharedLibrary(SharedLibrary&& other) noexcept
+    : handle_(std::exchange(other.handle_, nullptr)), path_(std::move(other.path_)) {}
+
+SharedLibrary& SharedLibrary::operator=(SharedLibrary&& other) noexcept {
+  if (this != &other) {
+    close();
+    handle_ = std::exchange(other.handle_, nullptr);
+    path_ = std::move(other.path_);
+  }
+  return *this;
+}
+
+Result<SharedLibrary> SharedLibrary::open(const std::string& path) {
+  dlerror();
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) return open_failure(path, dlerror());
+  SharedLibrary library;
+  library.handle_ = handle;
+  library.path_ = path;
+  return library;
+}
+
+Result<void*> SharedLibrary::symbol(const char* name) const {
+  dlerror();
+  void* address = dlsym(handle_, name);
+  const char* error = dlerror();
+  if (error != nullptr || address == nullptr) {
+    return Status(OAR_STATUS_NOT_FOUND,
+                  std::string("no entry symbol '") + name + "' in " + path_ +
+                      " (a plugin exports it with OAR_PLUGIN_DEFINE)");
+  }
+  return address;
+}
+
+void SharedLibrary::close() {
+  if (handle_ != nullptr) dlclose(handle_);
+  handle_ = nullptr;
+}
+
+}  // namespace oar::loader

@@ -1,0 +1,37 @@
+// A shared library opened with the system loader. A thin dlopen wrapper rather
+// than Boost.DLL: Boost.DLL (1.74) replaces dlerror()'s text with a generic
+// "bad file descriptor", and the loader's job is to say exactly why a plugin
+// did not load ("undefined symbol: foo", "wrong ELF class", ...).
+#pragma once
+
+#include <string>
+
+#include "core/util/status.h"
+
+namespace oar::loader {
+
+class SharedLibrary {
+ public:
+  SharedLibrary() = default;
+  ~SharedLibrary();
+  SharedLibrary(SharedLibrary&& other) noexcept;
+  SharedLibrary& operator=(SharedLibrary&& other) noexcept;
+  SharedLibrary(const SharedLibrary&) = delete;
+  SharedLibrary& operator=(const SharedLibrary&) = delete;
+
+  // Opens |path| resolving every symbol now (RTLD_NOW), so that a missing
+  // symbol is found here and not in the middle of a call.
+  static Result<SharedLibrary> open(const std::string& path);
+
+  // The address of |name|, or NOT_FOUND with the loader's message.
+  Result<void*> symbol(const char* name) const;
+
+  void close();
+  bool is_open() const { return handle_ != nullptr; }
+
+ private:
+  void* handle_ = nullptr;
+  std::string path_;
+};
+
+}  // namespace oar::loader

@@ -1,0 +1,56 @@
+// A loaded, validated and initialized plugin: its library, a copy of its table
+// (zero beyond the plugin's struct_size, so newer optional slots read as NULL),
+// the host services handed to it, and its kernels.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/loader/library.h"
+#include "core/ops/kernel_registry.h"
+#include "core/util/status.h"
+#include "oar/plugin.h"
+#include "oar/runtime.hpp"
+
+namespace oar::detail {
+
+class Plugin {
+ public:
+  // Opens |library_path| and runs every check in order: entry symbol, table
+  // header, ABI major, table size, required slots, name, initialize, kernels.
+  // Fills |record| with the outcome; returns nullptr when skipped.
+  static std::unique_ptr<Plugin> load(const std::string& library_path, PluginRecord* record);
+
+  // Finalizes the plugin and unloads its library.
+  ~Plugin();
+  Plugin(const Plugin&) = delete;
+  Plugin& operator=(const Plugin&) = delete;
+
+  const oar_plugin_api_t& api() const { return api_; }
+  const std::string& name() const { return name_; }
+  KernelRegistry& kernels() { return kernels_; }
+  const KernelRegistry& kernels() const { return kernels_; }
+
+  // Throws oar::Error carrying the plugin's reported message unless |code| is OK.
+  void check(oar_status_t code, const char* operation) const {
+    if (code != OAR_STATUS_OK) fail(code, operation);
+  }
+  [[noreturn]] void fail(oar_status_t code, const char* operation) const;
+  // The same, as a Status.
+  Status status(oar_status_t code, const char* operation) const;
+
+ private:
+  Plugin() = default;
+
+  loader::SharedLibrary library_;
+  oar_plugin_api_t api_{};
+  oar_host_services_t host_{};
+  std::string name_;
+  bool initialized_ = false;
+  KernelRegistry kernels_;
+};
+
+// The names of the table slots a plugin must fill (docs/abi.md lists them).
+const std::vector<std::pair<const char*, size_t>>& required_slots();
+
+}  // namespace oar::detail

@@ -1,0 +1,185 @@
+#include <string>
+#include <vector>
+
+#include "core/loader/plugin.h"
+#include "core/ops/kernel_registry.h"
+#include "oar/device.hpp"
+#include "oar/dispatch.hpp"
+#include "oar/error.hpp"
+#include "oar/stream.hpp"
+
+namespace oar {
+namespace {
+
+// Calls with more tensors than this go through the heap.
+constexpr size_t kInlineTensors = 16;
+constexpr size_t kInlineDims = 8;
+
+// Scratch memory for one kernel call, from the device's caching allocator on
+// the call's stream; freed (stream ordered) when the call returns.
+struct ScratchContext {
+  Device* device;
+  Stream* stream;
+  std::vector<Buffer> buffers;
+};
+
+oar_status_t scratch_allocate(void* context, uint64_t size, oar_memory_t* out_memory,
+                              uint64_t* out_offset) {
+  auto* scratch = static_cast<ScratchContext*>(context);
+  try {
+    scratch->buffers.push_back(scratch->device->allocate(size, scratch->stream));
+    *out_memory = scratch->buffers.back().memory();
+    *out_offset = scratch->buffers.back().offset();
+    return OAR_STATUS_OK;
+  } catch (const Error& e) {
+    return e.code();
+  } catch (...) {
+    return OAR_STATUS_RESOURCE_EXHAUSTED;
+  }
+}
+
+[[noreturn]] void no_kernel(const Device& device, uint32_t op, const DLTensor* inputs,
+                            size_t num_inputs, const DLTensor* outputs, size_t num_outputs) {
+  std::vector<DLDataType> dtypes;
+  for (size_t i = 0; i < num_inputs; ++i) dtypes.push_back(inputs[i].dtype);
+  for (size_t i = 0; i < num_outputs; ++i) dtypes.push_back(outputs[i].dtype);
+  std::string message = "no kernel for " + detail::op_name(op) + " " +
+                        detail::signature_text(dtypes.data(), num_inputs, num_outputs) + " on " +
+                        device.name();
+  std::vector<std::string> known = device.plugin().kernels().signatures(op);
+  if (known.empty()) {
+    message += "; the plugin registers no kernel for this operator";
+  } else {
+    message += "; registered:";
+    for (const auto& signature : known) message += " " + signature;
+  }
+  throw Error(OAR_STATUS_UNIMPLEMENTED, message, device.plugin_name());
+}
+
+bool contiguous(const DLTensor& t) {
+  int64_t expected = 1;
+  for (int i = t.ndim; i-- > 0;) {
+    if (t.shape[i] != 1 && t.strides[i] != expected) return false;
+    expected *= t.shape[i];
+  }
+  return true;
+}
+
+// Checks one tensor and gives it strides if the caller left them NULL.
+void prepare(const Device& device, uint32_t op, DLTensor& t, int64_t* strides_storage,
+             bool need_contiguous, const char* role, size_t index) {
+  DLDevice expected = device.dlpack_device();
+  if (t.device.device_type != expected.device_type || t.device.device_id != expected.device_id) {
+    throw Error(OAR_STATUS_INVALID_ARGUMENT,
+                detail::op_name(op) + ": " + role + " " + std::to_string(index) +
+                    " is not on " + device.name() + " (copy it there first)");
+  }
+  if (t.ndim < 0 || (t.ndim > 0 && t.shape == nullptr)) {
+    throw Error(OAR_STATUS_INVALID_ARGUMENT,
+                detail::op_name(op) + ": " + role + " " + std::to_string(index) + " has no shape");
+  }
+  if (t.strides == nullptr) {
+    int64_t step = 1;
+    for (int i = t.ndim; i-- > 0;) {
+      strides_storage[i] = step;
+      step *= t.shape[i];
+    }
+    t.strides = strides_storage;
+    return;
+  }
+  if (need_contiguous && !contiguous(t)) {
+    throw Error(OAR_STATUS_INVALID_ARGUMENT,
+                detail::op_name(op) + ": " + role + " " + std::to_string(index) +
+                    " is not contiguous and the kernel takes contiguous tensors only "
+                    "(make a contiguous copy first)");
+  }
+}
+
+}  // namespace
+
+OpId::OpId(std::string_view name) : value_(detail::intern_op(name)) {}
+
+void dispatch(Stream& stream, const OpId& op, const DLTensor* inputs, size_t num_inputs,
+              DLTensor* outputs, size_t num_outputs, const oar_attr_t* attrs, size_t num_attrs) {
+  Device& device = stream.device();
+  detail::Plugin& plugin = device.plugin();
+  const uint32_t op_value = op.value();
+
+  detail::SignatureKey key(op_value);
+  key.add_count(uint32_t(num_inputs), uint32_t(num_outputs));
+  for (size_t i = 0; i < num_inputs; ++i) key.add(inputs[i].dtype);
+  for (size_t i = 0; i < num_outputs; ++i) key.add(outputs[i].dtype);
+  const detail::KernelEntry* kernel =
+      plugin.kernels().find(key.value(), op_value, inputs, num_inputs, outputs, num_outputs);
+  if (kernel == nullptr) no_kernel(device, op_value, inputs, num_inputs, outputs, num_outputs);
+
+  // The kernel sees copies, so that filling in missing strides never touches
+  // the caller's descriptors.
+  const size_t count = num_inputs + num_outputs;
+  DLTensor inline_tensors[kInlineTensors];
+  int64_t inline_strides[kInlineTensors][kInlineDims];
+  std::vector<DLTensor> heap_tensors;
+  std::vector<int64_t> heap_strides;
+  DLTensor* tensors = inline_tensors;
+  bool fits = count <= kInlineTensors;
+  for (size_t i = 0; i < count && fits; ++i) {
+    const DLTensor& t = i < num_inputs ? inputs[i] : outputs[i - num_inputs];
+    fits = t.ndim <= int(kInlineDims);
+  }
+  size_t max_dims = 0;
+  if (!fits) {
+    heap_tensors.resize(count);
+    tensors = heap_tensors.data();
+    for (size_t i = 0; i < count; ++i) {
+      const DLTensor& t = i < num_inputs ? inputs[i] : outputs[i - num_inputs];
+      max_dims = std::max(max_dims, size_t(std::max(t.ndim, 0)));
+    }
+    heap_strides.resize(count * max_dims);
+  }
+  const bool need_contiguous = (kernel->flags & OAR_KERNEL_FLAG_STRIDED_INPUTS) == 0;
+  for (size_t i = 0; i < count; ++i) {
+    bool is_input = i < num_inputs;
+    tensors[i] = is_input ? inputs[i] : outputs[i - num_inputs];
+    int64_t* storage = fits ? inline_strides[i] : heap_strides.data() + i * max_dims;
+    prepare(device, op_value, tensors[i], storage, need_contiguous, is_input ? "input" : "output",
+            is_input ? i : i - num_inputs);
+  }
+
+  ScratchContext scratch{&device, &stream, {}};
+  oar_kernel_call_t call;
+  call.struct_size = OAR_KERNEL_CALL_STRUCT_SIZE;
+  call.device = device.handle();
+  call.stream = stream.handle();
+  call.inputs = tensors;
+  call.num_inputs = num_inputs;
+  call.outputs = tensors + num_inputs;
+  call.num_outputs = num_outputs;
+  call.attrs = attrs;
+  call.num_attrs = num_attrs;
+  call.scratch_allocate = &scratch_allocate;
+  call.scratch_context = &scratch;
+  call.user_data = kernel->user_data;
+  oar_status_t code = kernel->fn(&call);
+  if (code != OAR_STATUS_OK) plugin.fail(code, detail::op_name(op_value).c_str());
+}
+
+void dispatch(Stream& stream, const OpId& op, std::initializer_list<const Tensor*> inputs,
+              std::initializer_list<const Tensor*> outputs, std::initializer_list<Attr> attrs) {
+  const size_t count = inputs.size() + outputs.size();
+  if (count > kInlineTensors || attrs.size() > kInlineTensors) {
+    throw Error(OAR_STATUS_INVALID_ARGUMENT,
+                "dispatch over Tensor takes at most 16 tensors and 16 attributes; use the "
+                "DLTensor overload");
+  }
+  DLTensor tensors[kInlineTensors];
+  size_t n = 0;
+  for (const Tensor* t : inputs) tensors[n++] = t->dl();
+  for (const Tensor* t : outputs) tensors[n++] = t->dl();
+  oar_attr_t raw_attrs[kInlineTensors];
+  size_t a = 0;
+  for (const Attr& attr : attrs) raw_attrs[a++] = attr.attr;
+  dispatch(stream, op, tensors, inputs.size(), tensors + inputs.size(), outputs.size(), raw_attrs,
+           a);
+}
+
+}  // namespace oar

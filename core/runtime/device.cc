@@ -1,0 +1,335 @@
+#include "oar/device.hpp"
+
+#include <cstring>
+
+#include "core/alloc/caching_allocator.h"
+#include "core/loader/environment.h"
+#include "core/loader/host_services.h"
+#include "core/loader/plugin.h"
+#include "oar/error.hpp"
+
+namespace oar {
+namespace detail {
+
+// The allocator's view of a device: plugin allocations and events.
+class DeviceBackend final : public alloc::AllocatorBackend {
+ public:
+  explicit DeviceBackend(Device* device) : device_(device) {}
+
+  Status allocate(size_t size, void** out_memory) override {
+    oar_memory_t memory = nullptr;
+    oar_status_t code = device_->api().memory_allocate(device_->handle(), size,
+                                                       OAR_MEMORY_KIND_DEVICE, &memory);
+    if (code != OAR_STATUS_OK) return device_->plugin().status(code, "memory_allocate");
+    *out_memory = memory;
+    return Status();
+  }
+  // memory_free demands that no pending work uses the memory, and the
+  // allocator cannot know which streams touched a segment it releases (cache
+  // trimming, out-of-memory retry, shutdown): wait for the whole device first.
+  void deallocate(void* memory) override {
+    oar_status_t synced = device_->api().device_synchronize(device_->handle());
+    if (synced != OAR_STATUS_OK) (void)device_->plugin().status(synced, "device_synchronize");
+    oar_status_t code =
+        device_->api().memory_free(device_->handle(), static_cast<oar_memory_t>(memory));
+    if (code != OAR_STATUS_OK) {
+      log_line(OAR_LOG_LEVEL_WARNING, device_->name(),
+               device_->plugin().status(code, "memory_free").to_string());
+    }
+  }
+  Status record_event(void* stream, void** out_event) override {
+    oar_event_t event = nullptr;
+    const oar_plugin_api_t& api = device_->api();
+    oar_status_t code = api.event_create(device_->handle(), 0, &event);
+    if (code != OAR_STATUS_OK) return device_->plugin().status(code, "event_create");
+    code = api.event_record(event, static_cast<oar_stream_t>(stream));
+    if (code != OAR_STATUS_OK) {
+      Status status = device_->plugin().status(code, "event_record");
+      api.event_destroy(event);
+      return status;
+    }
+    *out_event = event;
+    return Status();
+  }
+  Status query_event(void* event, bool* out_done) override {
+    oar_status_t code = device_->api().event_query(static_cast<oar_event_t>(event), out_done);
+    return device_->plugin().status(code, "event_query");
+  }
+  Status synchronize_event(void* event) override {
+    oar_status_t code = device_->api().event_synchronize(static_cast<oar_event_t>(event));
+    return device_->plugin().status(code, "event_synchronize");
+  }
+  void release_event(void* event) override {
+    device_->api().event_destroy(static_cast<oar_event_t>(event));
+  }
+
+ private:
+  Device* device_;
+};
+
+struct DeviceMemory {
+  DeviceMemory(Device* device, alloc::AllocatorConfig config)
+      : backend(device), allocator(backend, config) {}
+  DeviceBackend backend;
+  alloc::CachingAllocator allocator;
+};
+
+namespace {
+
+alloc::AllocatorConfig allocator_config(const Device& device) {
+  auto text = loader::get_environment("OAR_ALLOC_CONF");
+  alloc::AllocatorConfig config;
+  if (text) {
+    auto parsed = alloc::AllocatorConfig::parse(*text);
+    if (!parsed.ok()) throw Error(parsed.status().code(), "OAR_ALLOC_CONF: " + parsed.status().message());
+    config = parsed.value();
+  }
+  if (device.properties().min_alignment > config.alignment) {
+    config.alignment = device.properties().min_alignment;
+  }
+  return config;
+}
+
+}  // namespace
+}  // namespace detail
+
+Device::Device(detail::Plugin* plugin, int32_t index, const oar_device_properties_t& properties)
+    : plugin_(plugin),
+      api_(&plugin->api()),
+      index_(index),
+      properties_(properties),
+      name_(plugin->name() + ":" + std::to_string(index)) {}
+
+Device::~Device() { close(); }
+
+const std::string& Device::plugin_name() const { return plugin_->name(); }
+
+oar_device_t Device::open() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (closed_) throw Error(OAR_STATUS_FAILED_PRECONDITION, name_ + " is closed", plugin_->name());
+  oar_device_t handle = handle_.load(std::memory_order_relaxed);
+  if (handle != nullptr) return handle;
+  plugin_->check(api_->device_open(index_, &handle), "device_open");
+  handle_.store(handle, std::memory_order_release);
+  return handle;
+}
+
+Stream& Device::default_stream() {
+  if (default_stream_ == nullptr) {
+    Stream stream = create_stream();
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (default_stream_ == nullptr) default_stream_ = std::make_unique<Stream>(std::move(stream));
+  }
+  return *default_stream_;
+}
+
+Stream Device::create_stream(int32_t priority) {
+  oar_stream_desc_t desc{};
+  desc.struct_size = OAR_STREAM_DESC_STRUCT_SIZE;
+  desc.priority = priority;
+  oar_stream_t stream = nullptr;
+  plugin_->check(api_->stream_create(handle(), &desc, &stream), "stream_create");
+  return Stream(this, stream);
+}
+
+Event Device::create_event(uint32_t flags) {
+  if ((flags & OAR_EVENT_FLAG_TIMING) && !has_feature(OAR_DEVICE_FEATURE_TIMING_EVENTS)) {
+    throw Error(OAR_STATUS_UNIMPLEMENTED,
+                name_ + " has no timing events (OAR_DEVICE_FEATURE_TIMING_EVENTS); create the "
+                        "event without OAR_EVENT_FLAG_TIMING",
+                plugin_->name());
+  }
+  oar_event_t event = nullptr;
+  plugin_->check(api_->event_create(handle(), flags, &event), "event_create");
+  return Event(this, event);
+}
+
+Buffer Device::allocate(uint64_t size, Stream* stream) {
+  if (stream == nullptr) stream = &default_stream();
+  if (&stream->device() != this) {
+    throw Error(OAR_STATUS_INVALID_ARGUMENT,
+                "allocate on " + name_ + " with a stream of " + stream->device().name());
+  }
+  if (memory_ == nullptr) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (memory_ == nullptr) {
+      memory_ = std::make_unique<detail::DeviceMemory>(this, detail::allocator_config(*this));
+    }
+  }
+  auto block = memory_->allocator.allocate(size, stream->handle());
+  if (!block.ok()) throw Error(block.status().code(), block.status().message(), plugin_->name());
+  Buffer buffer;
+  buffer.device_ = this;
+  buffer.memory_ = static_cast<oar_memory_t>(block.value()->memory());
+  buffer.offset_ = block.value()->offset();
+  buffer.size_ = size;
+  buffer.kind_ = OAR_MEMORY_KIND_DEVICE;
+  buffer.owner_ = Buffer::Owner::kCached;
+  buffer.block_ = block.value();
+  buffer.track(this);
+  return buffer;
+}
+
+Buffer Device::allocate_uncached(uint64_t size, uint32_t kind) {
+  if (!has_memory_kind(kind)) {
+    throw Error(OAR_STATUS_INVALID_ARGUMENT,
+                name_ + " does not offer memory kind " + std::to_string(kind) +
+                    " (see properties().memory_kinds)",
+                plugin_->name());
+  }
+  oar_memory_t memory = nullptr;
+  plugin_->check(api_->memory_allocate(handle(), size, kind, &memory), "memory_allocate");
+  Buffer buffer;
+  buffer.device_ = this;
+  buffer.memory_ = memory;
+  buffer.size_ = size;
+  buffer.kind_ = kind;
+  buffer.owner_ = Buffer::Owner::kDevice;
+  buffer.track(this);
+  return buffer;
+}
+
+void Device::free_block(void* block) noexcept {
+  if (memory_ != nullptr) memory_->allocator.free(static_cast<alloc::Block*>(block));
+}
+
+void Device::record_block_stream(void* block, Stream& stream) {
+  if (memory_ != nullptr) {
+    memory_->allocator.record_stream(static_cast<alloc::Block*>(block), stream.handle());
+  }
+}
+
+MemoryStats Device::memory_stats() const {
+  MemoryStats stats;
+  if (memory_ != nullptr) {
+    alloc::AllocatorStats s = memory_->allocator.stats();
+    stats.allocated_bytes = s.allocated_bytes;
+    stats.reserved_bytes = s.reserved_bytes;
+    stats.peak_allocated_bytes = s.peak_allocated_bytes;
+    stats.peak_reserved_bytes = s.peak_reserved_bytes;
+    stats.allocation_count = s.allocation_count;
+    stats.free_count = s.free_count;
+    stats.segment_count = s.segment_count;
+    stats.backend_allocations = s.backend_allocations;
+    stats.cache_hits = s.cache_hits;
+    stats.oom_count = s.oom_count;
+    stats.largest_free_block = s.largest_free_block;
+    stats.active_blocks = s.active_blocks;
+  }
+  return stats;
+}
+
+void Device::reset_peak_memory_stats() {
+  if (memory_ != nullptr) memory_->allocator.reset_peak_stats();
+}
+
+void Device::empty_cache() {
+  if (memory_ == nullptr) return;
+  Status status = memory_->allocator.empty_cache();
+  if (!status.ok()) throw Error(status.code(), status.message(), plugin_->name());
+}
+
+MemoryInfo Device::memory_info() {
+  MemoryInfo info;
+  if (api_->device_memory_info == nullptr) {
+    info.total = properties_.total_memory;
+    info.free = properties_.total_memory;
+    return info;
+  }
+  plugin_->check(api_->device_memory_info(handle(), &info.free, &info.total), "device_memory_info");
+  return info;
+}
+
+void Device::synchronize() {
+  plugin_->check(api_->device_synchronize(handle()), "device_synchronize");
+}
+
+void Device::upload(const Buffer& dst, uint64_t dst_offset, const void* src, uint64_t size) {
+  Stream& stream = default_stream();
+  stream.copy_from_host(dst, dst_offset, src, size);
+  stream.synchronize();
+}
+
+void Device::download(void* dst, const Buffer& src, uint64_t src_offset, uint64_t size) {
+  Stream& stream = default_stream();
+  stream.copy_to_host(dst, src, src_offset, size);
+  stream.synchronize();
+}
+
+void Device::track(detail::Tracked* object) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  object->prev_ = nullptr;
+  object->next_ = tracked_;
+  if (tracked_ != nullptr) tracked_->prev_ = object;
+  tracked_ = object;
+}
+
+void Device::untrack(detail::Tracked* object) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (object->prev_ != nullptr) object->prev_->next_ = object->next_;
+  else if (tracked_ == object) tracked_ = object->next_;
+  if (object->next_ != nullptr) object->next_->prev_ = object->prev_;
+  object->prev_ = object->next_ = nullptr;
+}
+
+void Device::retrack(detail::Tracked* object, detail::Tracked* previous) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  object->prev_ = previous->prev_;
+  object->next_ = previous->next_;
+  if (object->prev_ != nullptr) object->prev_->next_ = object;
+  else tracked_ = object;
+  if (object->next_ != nullptr) object->next_->prev_ = object;
+  previous->prev_ = previous->next_ = nullptr;
+}
+
+void Device::close() noexcept {
+  // The ABI's shutdown order: buffers, then the allocator's cached memory,
+  // then events and streams, then the device itself.
+  auto release_all = [&](bool buffers) {
+    for (;;) {
+      detail::Tracked* victim = nullptr;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        for (detail::Tracked* t = tracked_; t != nullptr; t = t->next_) {
+          bool is_buffer = std::strcmp(t->what(), "buffer") == 0;
+          if (is_buffer == buffers) {
+            victim = t;
+            break;
+          }
+        }
+      }
+      if (victim == nullptr) return;
+      if (victim != default_stream_.get()) {
+        detail::log_line(OAR_LOG_LEVEL_INFO, name_,
+                         std::string("releasing a ") + victim->what() +
+                             " the program did not destroy before shutdown");
+      }
+      victim->release();
+    }
+  };
+  release_all(true);
+  memory_.reset();
+  release_all(false);
+  default_stream_.reset();
+  std::lock_guard<std::mutex> lock(mutex_);
+  oar_device_t handle = handle_.exchange(nullptr);
+  closed_ = true;
+  if (handle != nullptr) {
+    oar_status_t code = api_->device_close(handle);
+    if (code != OAR_STATUS_OK) {
+      detail::log_line(OAR_LOG_LEVEL_WARNING, name_,
+                       plugin_->status(code, "device_close").to_string());
+    }
+  }
+}
+
+namespace detail {
+
+void Tracked::track(Device* device) noexcept { device->track(this); }
+void Tracked::untrack(Device* device) noexcept { device->untrack(this); }
+void Tracked::retrack(Device* device, Tracked* previous) noexcept {
+  device->retrack(this, previous);
+}
+
+}  // namespace detail
+}  // namespace oar

@@ -1,0 +1,74 @@
+#include "oar/event.hpp"
+
+#include <utility>
+
+#include "core/loader/plugin.h"
+#include "oar/device.hpp"
+#include "oar/error.hpp"
+#include "oar/stream.hpp"
+
+namespace oar {
+
+Event::Event(Device* device, oar_event_t handle) : device_(device), handle_(handle) {
+  track(device_);
+}
+
+Event::~Event() { release(); }
+
+Event::Event(Event&& other) noexcept
+    : device_(std::exchange(other.device_, nullptr)), handle_(std::exchange(other.handle_, nullptr)) {
+  if (device_ != nullptr) retrack(device_, &other);
+}
+
+Event& Event::operator=(Event&& other) noexcept {
+  if (this != &other) {
+    release();
+    device_ = std::exchange(other.device_, nullptr);
+    handle_ = std::exchange(other.handle_, nullptr);
+    if (device_ != nullptr) retrack(device_, &other);
+  }
+  return *this;
+}
+
+void Event::release() noexcept {
+  if (device_ == nullptr) return;
+  untrack(device_);
+  oar_status_t code = device_->api().event_destroy(handle_);
+  if (code != OAR_STATUS_OK) (void)device_->plugin().status(code, "event_destroy");
+  device_ = nullptr;
+  handle_ = nullptr;
+}
+
+void Event::record(Stream& stream) {
+  if (&stream.device() != device_) {
+    throw Error(OAR_STATUS_INVALID_ARGUMENT, "Event::record: the event is on " + device_->name() +
+                                                 ", the stream on " + stream.device().name());
+  }
+  device_->plugin().check(device_->api().event_record(handle_, stream.handle()), "event_record");
+}
+
+bool Event::query() {
+  bool done = false;
+  device_->plugin().check(device_->api().event_query(handle_, &done), "event_query");
+  return done;
+}
+
+void Event::synchronize() {
+  device_->plugin().check(device_->api().event_synchronize(handle_), "event_synchronize");
+}
+
+float Event::elapsed_ms_since(const Event& start) const {
+  if (device_->api().event_elapsed_ms == nullptr) {
+    throw Error(OAR_STATUS_UNIMPLEMENTED, device_->name() + " has no timing events",
+                device_->plugin_name());
+  }
+  if (&start.device() != device_) {
+    throw Error(OAR_STATUS_INVALID_ARGUMENT, "elapsed time between events of two devices");
+  }
+  float ms = 0;
+  device_->plugin().check(device_->api().event_elapsed_ms(start.handle_, handle_, &ms),
+                          "event_elapsed_ms");
+  return ms;
+}
+
+}  // namespace oar

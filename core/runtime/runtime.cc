@@ -1,0 +1,107 @@
+#include "oar/runtime.hpp"
+
+#include <algorithm>
+
+#include "core/loader/discovery.h"
+#include "core/loader/environment.h"
+#include "core/loader/host_services.h"
+#include "core/loader/plugin.h"
+
+namespace oar {
+namespace {
+
+// "cpu:0,sim" -> does |device| pass? An entry without an index admits every
+// device of that plugin.
+bool visible(const std::string& filter, const Device& device) {
+  if (filter.empty()) return true;
+  size_t start = 0;
+  while (start <= filter.size()) {
+    size_t end = filter.find(',', start);
+    if (end == std::string::npos) end = filter.size();
+    std::string entry = filter.substr(start, end - start);
+    if (entry == device.plugin_name() || entry == device.name()) return true;
+    start = end + 1;
+  }
+  return false;
+}
+
+}  // namespace
+
+Runtime::Runtime(RuntimeOptions options) {
+  std::string filter = options.device_filter;
+  if (options.use_environment) {
+    if (auto env = loader::get_environment("OAR_DEVICES")) filter = *env;
+  }
+  for (loader::Candidate& candidate : loader::discover(options)) {
+    PluginRecord record;
+    record.name = candidate.name;
+    record.manifest_path = candidate.manifest_path;
+    record.library_path = candidate.library_path;
+    if (!candidate.status.ok()) {
+      record.code = candidate.status.code();
+      record.reason = candidate.status.message();
+      records_.push_back(std::move(record));
+      continue;
+    }
+    auto duplicate = std::find_if(plugins_.begin(), plugins_.end(), [&](const auto& p) {
+      return !record.name.empty() && p->name() == record.name;
+    });
+    if (duplicate != plugins_.end()) {
+      record.code = OAR_STATUS_ALREADY_EXISTS;
+      record.reason = "a plugin named '" + record.name +
+                      "' is already loaded; this copy is ignored (remove one of the manifests)";
+      records_.push_back(std::move(record));
+      continue;
+    }
+    std::unique_ptr<detail::Plugin> plugin = detail::Plugin::load(candidate.library_path, &record);
+    if (plugin != nullptr) {
+      for (int32_t i = 0; i < record.device_count; ++i) {
+        oar_device_properties_t properties{};
+        properties.struct_size = OAR_DEVICE_PROPERTIES_STRUCT_SIZE;
+        oar_status_t code = plugin->api().device_properties(i, &properties);
+        if (code != OAR_STATUS_OK) {
+          detail::log_line(OAR_LOG_LEVEL_WARNING, plugin->name(),
+                           "device " + std::to_string(i) + " skipped: " +
+                               plugin->status(code, "device_properties").to_string());
+          continue;
+        }
+        properties.name[OAR_DEVICE_NAME_SIZE - 1] = '\0';
+        properties.vendor[OAR_DEVICE_TEXT_SIZE - 1] = '\0';
+        properties.driver_version[OAR_DEVICE_TEXT_SIZE - 1] = '\0';
+        auto device = std::make_unique<Device>(plugin.get(), i, properties);
+        if (visible(filter, *device)) devices_.push_back(device.get());
+        owned_devices_.push_back(std::move(device));
+      }
+      plugins_.push_back(std::move(plugin));
+    }
+    records_.push_back(std::move(record));
+  }
+}
+
+Runtime::~Runtime() {
+  // Devices first (each releases its leftovers), then finalize and unload.
+  for (auto& device : owned_devices_) device->close();
+  owned_devices_.clear();
+  devices_.clear();
+  while (!plugins_.empty()) plugins_.pop_back();
+}
+
+Device* Runtime::find_device(std::string_view name) const {
+  for (Device* device : devices_) {
+    if (device->name() == name) return device;
+  }
+  for (Device* device : devices_) {
+    if (device->plugin_name() == name) return device;
+  }
+  return nullptr;
+}
+
+Device& Runtime::device(std::string_view name) const {
+  if (Device* device = find_device(name)) return *device;
+  std::string known;
+  for (Device* device : devices_) known += (known.empty() ? "" : ", ") + device->name();
+  throw Error(OAR_STATUS_NOT_FOUND, "no device '" + std::string(name) + "'; devices here: " +
+                                        (known.empty() ? "none (run `oar list`)" : known));
+}
+
+}  // namespace oar

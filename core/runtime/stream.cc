@@ -1,0 +1,162 @@
+#include "oar/stream.hpp"
+
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "core/loader/plugin.h"
+#include "oar/buffer.hpp"
+#include "oar/device.hpp"
+#include "oar/error.hpp"
+#include "oar/event.hpp"
+
+namespace oar {
+namespace {
+
+void check_range(const Buffer& buffer, uint64_t offset, uint64_t size, const char* what) {
+  if (!buffer.valid()) throw Error(OAR_STATUS_INVALID_ARGUMENT, std::string(what) + ": empty buffer");
+  if (offset > buffer.size() || size > buffer.size() - offset) {
+    throw Error(OAR_STATUS_OUT_OF_RANGE,
+                std::string(what) + ": bytes [" + std::to_string(offset) + ", " +
+                    std::to_string(offset + size) + ") leave a buffer of " +
+                    std::to_string(buffer.size()) + " bytes");
+  }
+}
+
+void check_same_device(const Stream& stream, const Buffer& buffer, const char* what) {
+  if (&buffer.device() != &stream.device()) {
+    throw Error(OAR_STATUS_INVALID_ARGUMENT,
+                std::string(what) + ": the buffer is on " + buffer.device().name() +
+                    " but the stream is on " + stream.device().name());
+  }
+}
+
+void run_callback(void* user_data, oar_status_t status) {
+  std::unique_ptr<std::function<void(oar_status_t)>> callback(
+      static_cast<std::function<void(oar_status_t)>*>(user_data));
+  try {
+    (*callback)(status);
+  } catch (...) {
+    // An exception cannot cross the plugin's thread; the callback owns its errors.
+  }
+}
+
+}  // namespace
+
+Stream::Stream(Device* device, oar_stream_t handle) : device_(device), handle_(handle) {
+  track(device_);
+}
+
+Stream::~Stream() { release(); }
+
+Stream::Stream(Stream&& other) noexcept
+    : device_(std::exchange(other.device_, nullptr)), handle_(std::exchange(other.handle_, nullptr)) {
+  if (device_ != nullptr) retrack(device_, &other);
+}
+
+Stream& Stream::operator=(Stream&& other) noexcept {
+  if (this != &other) {
+    release();
+    device_ = std::exchange(other.device_, nullptr);
+    handle_ = std::exchange(other.handle_, nullptr);
+    if (device_ != nullptr) retrack(device_, &other);
+  }
+  return *this;
+}
+
+void Stream::release() noexcept {
+  if (device_ == nullptr) return;
+  untrack(device_);
+  oar_status_t code = device_->api().stream_destroy(handle_);
+  if (code != OAR_STATUS_OK) (void)device_->plugin().status(code, "stream_destroy");
+  device_ = nullptr;
+  handle_ = nullptr;
+}
+
+void Stream::synchronize() {
+  device_->plugin().check(device_->api().stream_synchronize(handle_), "stream_synchronize");
+}
+
+bool Stream::query() {
+  bool idle = false;
+  device_->plugin().check(device_->api().stream_query(handle_, &idle), "stream_query");
+  return idle;
+}
+
+void Stream::wait(const Event& event) {
+  if (!event.valid()) throw Error(OAR_STATUS_INVALID_ARGUMENT, "Stream::wait: empty event");
+  if (&event.device() != device_) {
+    throw Error(OAR_STATUS_INVALID_ARGUMENT, "Stream::wait: the event is on " +
+                                                 event.device().name() + ", the stream on " +
+                                                 device_->name());
+  }
+  device_->plugin().check(device_->api().stream_wait_event(handle_, event.handle()),
+                          "stream_wait_event");
+}
+
+void Stream::add_callback(std::function<void(oar_status_t)> callback) {
+  if (device_->api().stream_add_host_callback == nullptr) {
+    throw Error(OAR_STATUS_UNIMPLEMENTED,
+                device_->name() + " has no host callbacks (OAR_DEVICE_FEATURE_HOST_CALLBACKS)",
+                device_->plugin_name());
+  }
+  auto owned = std::make_unique<std::function<void(oar_status_t)>>(std::move(callback));
+  device_->plugin().check(
+      device_->api().stream_add_host_callback(handle_, &run_callback, owned.get()),
+      "stream_add_host_callback");
+  owned.release();  // run_callback owns it from now on
+}
+
+void Stream::copy_from_host(const Buffer& dst, uint64_t dst_offset, const void* src,
+                            uint64_t size) {
+  check_range(dst, dst_offset, size, "copy_from_host");
+  check_same_device(*this, dst, "copy_from_host");
+  device_->plugin().check(
+      device_->api().memory_copy_h2d(handle_, dst.memory(), dst.offset() + dst_offset, src, size),
+      "memory_copy_h2d");
+}
+
+void Stream::copy_to_host(void* dst, const Buffer& src, uint64_t src_offset, uint64_t size) {
+  check_range(src, src_offset, size, "copy_to_host");
+  check_same_device(*this, src, "copy_to_host");
+  device_->plugin().check(
+      device_->api().memory_copy_d2h(handle_, dst, src.memory(), src.offset() + src_offset, size),
+      "memory_copy_d2h");
+}
+
+void Stream::copy(const Buffer& dst, uint64_t dst_offset, const Buffer& src, uint64_t src_offset,
+                  uint64_t size) {
+  check_range(dst, dst_offset, size, "copy");
+  check_range(src, src_offset, size, "copy");
+  check_same_device(*this, dst, "copy");
+  if (&src.device() == device_) {
+    device_->plugin().check(
+        device_->api().memory_copy_d2d(handle_, dst.memory(), dst.offset() + dst_offset,
+                                       src.memory(), src.offset() + src_offset, size),
+        "memory_copy_d2d");
+    return;
+  }
+  if (&src.device().plugin() != &device_->plugin() ||
+      device_->api().memory_copy_peer == nullptr ||
+      !device_->has_feature(OAR_DEVICE_FEATURE_PEER_ACCESS) ||
+      !src.device().has_feature(OAR_DEVICE_FEATURE_PEER_ACCESS)) {
+    throw Error(OAR_STATUS_UNIMPLEMENTED,
+                "copy from " + src.device().name() + " to " + device_->name() +
+                    ": no peer access between them; stage the data through the host");
+  }
+  device_->plugin().check(
+      device_->api().memory_copy_peer(handle_, dst.memory(), dst.offset() + dst_offset,
+                                      src.device().handle(), src.memory(),
+                                      src.offset() + src_offset, size),
+      "memory_copy_peer");
+}
+
+void Stream::fill(const Buffer& dst, uint64_t offset, uint8_t value, uint64_t size) {
+  check_range(dst, offset, size, "fill");
+  check_same_device(*this, dst, "fill");
+  device_->plugin().check(
+      device_->api().memory_fill(handle_, dst.memory(), dst.offset() + offset, value, size),
+      "memory_fill");
+}
+
+}  // namespace oar

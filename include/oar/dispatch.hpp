@@ -1,0 +1,51 @@
+// Running operators: the dispatcher finds the kernel a device's plugin
+// registered for (operator, dtypes of every tensor) in O(1), checks the call,
+// and hands the plugin a call record. A missing kernel is an oar::Error that
+// names the operator, the dtypes, the device and the signatures that exist.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <string_view>
+
+#include "oar/kernel.h"
+#include "oar/tensor.hpp"
+
+namespace oar {
+
+class Stream;
+
+// An interned operator name; make one once and reuse it on hot paths.
+class OpId {
+ public:
+  explicit OpId(std::string_view name);
+  uint32_t value() const { return value_; }
+
+ private:
+  uint32_t value_;
+};
+
+// One typed attribute. Strings and arrays are borrowed for the call.
+struct Attr {
+  Attr(const char* name, int64_t v) : attr{name, OAR_ATTR_TYPE_INT, {}} { attr.value.i = v; }
+  Attr(const char* name, int v) : Attr(name, int64_t(v)) {}
+  Attr(const char* name, double v) : attr{name, OAR_ATTR_TYPE_FLOAT, {}} { attr.value.f = v; }
+  Attr(const char* name, bool v) : attr{name, OAR_ATTR_TYPE_BOOL, {}} { attr.value.b = v; }
+  Attr(const char* name, const char* v) : attr{name, OAR_ATTR_TYPE_STRING, {}} {
+    attr.value.s = v;
+  }
+  oar_attr_t attr;
+};
+
+// Runs |op| on |stream| with tensors of the stream's device.
+void dispatch(Stream& stream, const OpId& op, std::initializer_list<const Tensor*> inputs,
+              std::initializer_list<const Tensor*> outputs,
+              std::initializer_list<Attr> attrs = {});
+
+// The same over raw DLTensors (data = allocation handle, byte_offset = offset);
+// what the typed helpers and DLPack-based frameworks call.
+void dispatch(Stream& stream, const OpId& op, const DLTensor* inputs, size_t num_inputs,
+              DLTensor* outputs, size_t num_outputs, const oar_attr_t* attrs = nullptr,
+              size_t num_attrs = 0);
+
+}  // namespace oar

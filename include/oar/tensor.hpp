@@ -1,0 +1,71 @@
+// oar::Tensor: a typed, shaped view of a buffer, described as a DLTensor whose
+// |data| is the buffer's allocation handle and |byte_offset| its offset. Views
+// (transpose, ...) share the buffer. Tensors cross library borders through
+// DLPack.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "dlpack/dlpack.h"
+#include "oar/buffer.hpp"
+#include "oar/dtype.hpp"
+
+namespace oar {
+
+class Device;
+class Runtime;
+class Stream;
+
+class Tensor {
+ public:
+  Tensor() = default;
+
+  // A new contiguous tensor from |device|'s caching allocator, ordered on
+  // |stream| (the default stream when null). Contents are undefined.
+  static Tensor empty(Device& device, std::vector<int64_t> shape, DLDataType dtype,
+                      Stream* stream = nullptr);
+  // A view of |buffer| starting |byte_offset| bytes into it; strides in
+  // elements, empty for contiguous. Throws OUT_OF_RANGE if it does not fit.
+  static Tensor view(std::shared_ptr<Buffer> buffer, std::vector<int64_t> shape, DLDataType dtype,
+                     std::vector<int64_t> strides = {}, uint64_t byte_offset = 0);
+
+  bool defined() const { return buffer_ != nullptr; }
+  const DLTensor& dl() const { return dl_; }
+  Device& device() const { return buffer_->device(); }
+  const std::shared_ptr<Buffer>& buffer() const { return buffer_; }
+  const std::vector<int64_t>& shape() const { return shape_; }
+  const std::vector<int64_t>& strides() const { return strides_; }
+  DLDataType dtype() const { return dl_.dtype; }
+  int ndim() const { return dl_.ndim; }
+  int64_t numel() const;
+  uint64_t nbytes() const { return uint64_t(numel()) * dtype_size(dl_.dtype); }
+  bool is_contiguous() const;
+
+  // A view with dimensions |a| and |b| swapped (not contiguous in general).
+  Tensor transpose(int a, int b) const;
+
+  // Copies between a host array of nbytes() and this tensor, which must be
+  // contiguous; ordered on |stream|.
+  void copy_from_host(Stream& stream, const void* src) const;
+  void copy_to_host(Stream& stream, void* dst) const;
+
+  // Exports to DLPack: the consumer owns the result and calls its deleter,
+  // which keeps the buffer alive until then.
+  DLManagedTensor* to_dlpack() const;
+  // Imports a DLPack tensor of one of |runtime|'s devices (matched by DLPack
+  // device type and the plugin's device index); takes ownership of |managed|
+  // and calls its deleter when the last view dies.
+  static Tensor from_dlpack(const Runtime& runtime, DLManagedTensor* managed);
+
+ private:
+  void refresh();
+
+  std::shared_ptr<Buffer> buffer_;
+  std::vector<int64_t> shape_;
+  std::vector<int64_t> strides_;
+  DLTensor dl_{};
+};
+
+}  // namespace oar
