@@ -51,11 +51,16 @@ std::vector<std::string> dtype_support_names(uint32_t dtypes) {
 
 const char* device_kind_name(int32_t kind) {
   switch (kind) {
-    case OAR_DEVICE_KIND_CPU: return "cpu";
-    case OAR_DEVICE_KIND_GPU: return "gpu";
-    case OAR_DEVICE_KIND_NPU: return "npu";
-    case OAR_DEVICE_KIND_ACCELERATOR: return "accelerator";
-    default: return "other";
+    case OAR_DEVICE_KIND_CPU:
+      return "cpu";
+    case OAR_DEVICE_KIND_GPU:
+      return "gpu";
+    case OAR_DEVICE_KIND_NPU:
+      return "npu";
+    case OAR_DEVICE_KIND_ACCELERATOR:
+      return "accelerator";
+    default:
+      return "other";
   }
 }
 

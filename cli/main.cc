@@ -1,8 +1,8 @@
 // `oar`: lists the plugins OAR finds and the devices they serve, like clinfo
 // or nvidia-smi. Exit 0 even with no devices: an empty machine is not an error.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
 
@@ -51,9 +51,8 @@ void print_list(const oar::Runtime& runtime) {
   for (oar::Device* device : runtime.devices()) {
     const auto& p = device->properties();
     fmt::print("  {:<12} {} | {} | {} | {} compute units | dtypes+ {} | {}\n", device->name(),
-               p.name, oar::cli::device_kind_name(p.kind),
-               oar::cli::human_bytes(p.total_memory), p.compute_units,
-               join(oar::cli::dtype_support_names(p.dtypes)),
+               p.name, oar::cli::device_kind_name(p.kind), oar::cli::human_bytes(p.total_memory),
+               p.compute_units, join(oar::cli::dtype_support_names(p.dtypes)),
                join(oar::cli::feature_names(p.features)));
   }
   if (runtime.devices().empty()) {
@@ -73,11 +72,11 @@ void print_info(oar::Device& device) {
   row("plugin", device.plugin_name());
   row("kind", oar::cli::device_kind_name(p.kind));
   row("dlpack_device_type", std::to_string(p.dlpack_device_type));
-  row("total_memory", fmt::format("{} ({} bytes)", oar::cli::human_bytes(p.total_memory),
-                                  p.total_memory));
-  row("max_allocation_size", fmt::format("{} ({} bytes)",
-                                         oar::cli::human_bytes(p.max_allocation_size),
-                                         p.max_allocation_size));
+  row("total_memory",
+      fmt::format("{} ({} bytes)", oar::cli::human_bytes(p.total_memory), p.total_memory));
+  row("max_allocation_size",
+      fmt::format("{} ({} bytes)", oar::cli::human_bytes(p.max_allocation_size),
+                  p.max_allocation_size));
   row("min_alignment", fmt::format("{} bytes", p.min_alignment));
   row("memory_kinds", join(oar::cli::memory_kind_names(p.memory_kinds)));
   row("dtypes (beyond f32/int)", join(oar::cli::dtype_support_names(p.dtypes)));

@@ -26,8 +26,7 @@ Status open_failure(const std::string& path, const char* loader_message) {
   }
   if (has("wrong ELF class") || has("ELF file's machine") || has("ELF file OS ABI") ||
       has("ELF file data encoding")) {
-    return Status(OAR_STATUS_FAILED_PRECONDITION,
-                  "built for another architecture: " + text);
+    return Status(OAR_STATUS_FAILED_PRECONDITION, "built for another architecture: " + text);
   }
   if (has("invalid ELF header") || has("file too short") || has("not in ELF")) {
     return Status(OAR_STATUS_INVALID_ARGUMENT, "not a shared library: " + text);
@@ -66,9 +65,8 @@ Result<void*> SharedLibrary::symbol(const char* name) const {
   void* address = dlsym(handle_, name);
   const char* error = dlerror();
   if (error != nullptr || address == nullptr) {
-    return Status(OAR_STATUS_NOT_FOUND,
-                  std::string("no entry symbol '") + name + "' in " + path_ +
-                      " (a plugin exports it with OAR_PLUGIN_DEFINE)");
+    return Status(OAR_STATUS_NOT_FOUND, std::string("no entry symbol '") + name + "' in " + path_ +
+                                            " (a plugin exports it with OAR_PLUGIN_DEFINE)");
   }
   return address;
 }

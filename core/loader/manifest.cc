@@ -1,6 +1,5 @@
 #include "core/loader/manifest.h"
 
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -15,12 +14,26 @@ Status bad(const std::string& path, const std::string& what) {
   return Status(OAR_STATUS_INVALID_ARGUMENT, "bad manifest " + path + ": " + what);
 }
 
-// Parses "MAJOR.MINOR[.PATCH]"; false if it is not that.
+// Parses "MAJOR.MINOR" or "MAJOR.MINOR.PATCH" (digits only); false otherwise.
 bool parse_version(const std::string& text, int* major, int* minor) {
-  int patch = 0;
-  char tail = 0;
-  int fields = std::sscanf(text.c_str(), "%d.%d.%d%c", major, minor, &patch, &tail);
-  return (fields == 2 || fields == 3) && *major >= 0 && *minor >= 0;
+  int parts[3] = {0, 0, 0};
+  int count = 0;
+  size_t i = 0;
+  while (count < 3) {
+    size_t start = i;
+    long value = 0;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9' && i - start < 6) {
+      value = value * 10 + (text[i++] - '0');
+    }
+    if (i == start) return false;
+    parts[count++] = int(value);
+    if (i == text.size()) break;
+    if (text[i++] != '.') return false;
+  }
+  if (i != text.size() || count < 2) return false;
+  *major = parts[0];
+  *minor = parts[1];
+  return true;
 }
 
 Result<std::string> string_field(const json& object, const char* key, const std::string& path,

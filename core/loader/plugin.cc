@@ -8,7 +8,8 @@
 namespace oar::detail {
 namespace {
 
-#define OAR_SLOT(name) {#name, offsetof(oar_plugin_api_t, name)}
+#define OAR_SLOT(name) \
+  { #name, offsetof(oar_plugin_api_t, name) }
 
 // The table size of ABI 1.0; later minors only grow it.
 constexpr size_t kAbi10TableSize = OAR_STRUCT_SIZE(oar_plugin_api_t, comm_group_end);
@@ -41,7 +42,8 @@ const std::vector<std::pair<const char*, size_t>>& required_slots() {
   return slots;
 }
 
-std::unique_ptr<Plugin> Plugin::load(const std::string& library_path, PluginRecord* record) {
+std::unique_ptr<Plugin> Plugin::load(const std::string& library_path, PluginRecord* record,
+                                     const std::function<bool(const std::string&)>& name_taken) {
   record->library_path = library_path;
   if (record->name.empty()) record->name = std::filesystem::path(library_path).stem().string();
 
@@ -65,8 +67,8 @@ std::unique_ptr<Plugin> Plugin::load(const std::string& library_path, PluginReco
   const oar_plugin_api_t* table = query(OAR_ABI_MAJOR, OAR_ABI_MINOR);
   if (table == nullptr) {
     skip(record, OAR_STATUS_FAILED_PRECONDITION,
-         "oar_plugin_query returned no table for host ABI " + std::to_string(OAR_ABI_MAJOR) +
-             "." + std::to_string(OAR_ABI_MINOR));
+         "oar_plugin_query returned no table for host ABI " + std::to_string(OAR_ABI_MAJOR) + "." +
+             std::to_string(OAR_ABI_MINOR));
     return nullptr;
   }
   // Only the header is trusted before its size and version are checked.
@@ -101,7 +103,8 @@ std::unique_ptr<Plugin> Plugin::load(const std::string& library_path, PluginReco
   plugin->api_.struct_size = std::min<size_t>(table->struct_size, sizeof(plugin->api_));
   std::string missing;
   for (const auto& [name, offset] : required_slots()) {
-    if (slot_is_null(plugin->api_, offset)) missing += std::string(missing.empty() ? "" : ", ") + name;
+    if (slot_is_null(plugin->api_, offset))
+      missing += std::string(missing.empty() ? "" : ", ") + name;
   }
   if (!missing.empty()) {
     skip(record, OAR_STATUS_FAILED_PRECONDITION,
@@ -117,6 +120,12 @@ std::unique_ptr<Plugin> Plugin::load(const std::string& library_path, PluginReco
     skip(record, OAR_STATUS_FAILED_PRECONDITION,
          "the manifest names plugin '" + record->name + "' but the library calls itself '" +
              plugin->name_ + "' (make them agree)");
+    return nullptr;
+  }
+  if (name_taken(plugin->name_)) {
+    skip(record, OAR_STATUS_ALREADY_EXISTS,
+         "a plugin named '" + plugin->name_ +
+             "' is already loaded; this copy is ignored (remove one of them from the search)");
     return nullptr;
   }
   record->name = plugin->name_;
@@ -147,10 +156,15 @@ std::unique_ptr<Plugin> Plugin::load(const std::string& library_path, PluginReco
 
   int32_t count = 0;
   code = plugin->api_.device_count(&count);
-  if (code != OAR_STATUS_OK || count < 0) {
-    skip(record, code != OAR_STATUS_OK ? code : OAR_STATUS_INTERNAL,
+  if (code != OAR_STATUS_OK) {
+    skip(record, code,
          std::string("device_count failed with ") + status_name(code) + ": " +
              take_reported_error(plugin.get()));
+    return nullptr;
+  }
+  if (count < 0) {
+    skip(record, OAR_STATUS_INTERNAL,
+         "device_count returned a negative count (" + std::to_string(count) + ")");
     return nullptr;
   }
   record->device_count = count;
@@ -164,7 +178,8 @@ Plugin::~Plugin() {
   if (initialized_) {
     oar_status_t code = api_.finalize();
     if (code != OAR_STATUS_OK) {
-      log_line(OAR_LOG_LEVEL_WARNING, name_, "finalize failed: " + status(code, "finalize").to_string());
+      log_line(OAR_LOG_LEVEL_WARNING, name_,
+               "finalize failed: " + status(code, "finalize").to_string());
     }
   }
 }

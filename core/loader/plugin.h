@@ -3,6 +3,7 @@
 // the host services handed to it, and its kernels.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -18,8 +19,11 @@ class Plugin {
  public:
   // Opens |library_path| and runs every check in order: entry symbol, table
   // header, ABI major, table size, required slots, name, initialize, kernels.
-  // Fills |record| with the outcome; returns nullptr when skipped.
-  static std::unique_ptr<Plugin> load(const std::string& library_path, PluginRecord* record);
+  // Fills |record| with the outcome; returns nullptr when skipped. A plugin
+  // whose name |name_taken| already is, is skipped before initialize: two
+  // copies of one library share its static state.
+  static std::unique_ptr<Plugin> load(const std::string& library_path, PluginRecord* record,
+                                      const std::function<bool(const std::string&)>& name_taken);
 
   // Finalizes the plugin and unloads its library.
   ~Plugin();

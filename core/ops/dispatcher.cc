@@ -70,9 +70,9 @@ void prepare(const Device& device, uint32_t op, DLTensor& t, int64_t* strides_st
              bool need_contiguous, const char* role, size_t index) {
   DLDevice expected = device.dlpack_device();
   if (t.device.device_type != expected.device_type || t.device.device_id != expected.device_id) {
-    throw Error(OAR_STATUS_INVALID_ARGUMENT,
-                detail::op_name(op) + ": " + role + " " + std::to_string(index) +
-                    " is not on " + device.name() + " (copy it there first)");
+    throw Error(OAR_STATUS_INVALID_ARGUMENT, detail::op_name(op) + ": " + role + " " +
+                                                 std::to_string(index) + " is not on " +
+                                                 device.name() + " (copy it there first)");
   }
   if (t.ndim < 0 || (t.ndim > 0 && t.shape == nullptr)) {
     throw Error(OAR_STATUS_INVALID_ARGUMENT,

@@ -8,12 +8,18 @@ namespace oar {
 std::string dtype_name(DLDataType t) {
   std::string lanes = t.lanes == 1 ? "" : "x" + std::to_string(t.lanes);
   switch (t.code) {
-    case kDLFloat: return "f" + std::to_string(t.bits) + lanes;
-    case kDLBfloat: return "bf" + std::to_string(t.bits) + lanes;
-    case kDLInt: return "i" + std::to_string(t.bits) + lanes;
-    case kDLUInt: return "u" + std::to_string(t.bits) + lanes;
-    case dtype::kDLBoolCode: return "bool" + lanes;
-    default: return "code" + std::to_string(t.code) + ":" + std::to_string(t.bits) + lanes;
+    case kDLFloat:
+      return "f" + std::to_string(t.bits) + lanes;
+    case kDLBfloat:
+      return "bf" + std::to_string(t.bits) + lanes;
+    case kDLInt:
+      return "i" + std::to_string(t.bits) + lanes;
+    case kDLUInt:
+      return "u" + std::to_string(t.bits) + lanes;
+    case dtype::kDLBoolCode:
+      return "bool" + lanes;
+    default:
+      return "code" + std::to_string(t.code) + ":" + std::to_string(t.bits) + lanes;
   }
 }
 
@@ -70,8 +76,10 @@ const std::string& op_name(uint32_t op) {
 std::string signature_text(const DLDataType* dtypes, size_t num_inputs, size_t num_outputs) {
   std::string text = "(";
   for (size_t i = 0; i < num_inputs + num_outputs; ++i) {
-    if (i == num_inputs) text += ") -> (";
-    else if (i > 0) text += ", ";
+    if (i == num_inputs)
+      text += ") -> (";
+    else if (i > 0)
+      text += ", ";
     text += dtype_name(dtypes[i]);
   }
   if (num_inputs + num_outputs == num_inputs) text += ") -> (";

@@ -70,9 +70,8 @@ void* Buffer::host_address() const {
                 device_->plugin_name());
   }
   void* address = nullptr;
-  device_->plugin().check(
-      device_->api().memory_host_address(device_->handle(), memory_, &address),
-      "memory_host_address");
+  device_->plugin().check(device_->api().memory_host_address(device_->handle(), memory_, &address),
+                          "memory_host_address");
   return static_cast<char*>(address) + offset_;
 }
 

@@ -18,8 +18,8 @@ class DeviceBackend final : public alloc::AllocatorBackend {
 
   Status allocate(size_t size, void** out_memory) override {
     oar_memory_t memory = nullptr;
-    oar_status_t code = device_->api().memory_allocate(device_->handle(), size,
-                                                       OAR_MEMORY_KIND_DEVICE, &memory);
+    oar_status_t code =
+        device_->api().memory_allocate(device_->handle(), size, OAR_MEMORY_KIND_DEVICE, &memory);
     if (code != OAR_STATUS_OK) return device_->plugin().status(code, "memory_allocate");
     *out_memory = memory;
     return Status();
@@ -81,7 +81,8 @@ alloc::AllocatorConfig allocator_config(const Device& device) {
   alloc::AllocatorConfig config;
   if (text) {
     auto parsed = alloc::AllocatorConfig::parse(*text);
-    if (!parsed.ok()) throw Error(parsed.status().code(), "OAR_ALLOC_CONF: " + parsed.status().message());
+    if (!parsed.ok())
+      throw Error(parsed.status().code(), "OAR_ALLOC_CONF: " + parsed.status().message());
     config = parsed.value();
   }
   if (device.properties().min_alignment > config.alignment) {
@@ -115,11 +116,8 @@ oar_device_t Device::open() {
 }
 
 Stream& Device::default_stream() {
-  if (default_stream_ == nullptr) {
-    Stream stream = create_stream();
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (default_stream_ == nullptr) default_stream_ = std::make_unique<Stream>(std::move(stream));
-  }
+  std::call_once(default_stream_once_,
+                 [&] { default_stream_ = std::make_unique<Stream>(create_stream()); });
   return *default_stream_;
 }
 
@@ -135,8 +133,9 @@ Stream Device::create_stream(int32_t priority) {
 Event Device::create_event(uint32_t flags) {
   if ((flags & OAR_EVENT_FLAG_TIMING) && !has_feature(OAR_DEVICE_FEATURE_TIMING_EVENTS)) {
     throw Error(OAR_STATUS_UNIMPLEMENTED,
-                name_ + " has no timing events (OAR_DEVICE_FEATURE_TIMING_EVENTS); create the "
-                        "event without OAR_EVENT_FLAG_TIMING",
+                name_ +
+                    " has no timing events (OAR_DEVICE_FEATURE_TIMING_EVENTS); create the "
+                    "event without OAR_EVENT_FLAG_TIMING",
                 plugin_->name());
   }
   oar_event_t event = nullptr;
@@ -150,12 +149,9 @@ Buffer Device::allocate(uint64_t size, Stream* stream) {
     throw Error(OAR_STATUS_INVALID_ARGUMENT,
                 "allocate on " + name_ + " with a stream of " + stream->device().name());
   }
-  if (memory_ == nullptr) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (memory_ == nullptr) {
-      memory_ = std::make_unique<detail::DeviceMemory>(this, detail::allocator_config(*this));
-    }
-  }
+  std::call_once(memory_once_, [&] {
+    memory_ = std::make_unique<detail::DeviceMemory>(this, detail::allocator_config(*this));
+  });
   auto block = memory_->allocator.allocate(size, stream->handle());
   if (!block.ok()) throw Error(block.status().code(), block.status().message(), plugin_->name());
   Buffer buffer;
@@ -266,8 +262,10 @@ void Device::track(detail::Tracked* object) {
 
 void Device::untrack(detail::Tracked* object) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (object->prev_ != nullptr) object->prev_->next_ = object->next_;
-  else if (tracked_ == object) tracked_ = object->next_;
+  if (object->prev_ != nullptr)
+    object->prev_->next_ = object->next_;
+  else if (tracked_ == object)
+    tracked_ = object->next_;
   if (object->next_ != nullptr) object->next_->prev_ = object->prev_;
   object->prev_ = object->next_ = nullptr;
 }
@@ -276,8 +274,10 @@ void Device::retrack(detail::Tracked* object, detail::Tracked* previous) {
   std::lock_guard<std::mutex> lock(mutex_);
   object->prev_ = previous->prev_;
   object->next_ = previous->next_;
-  if (object->prev_ != nullptr) object->prev_->next_ = object;
-  else tracked_ = object;
+  if (object->prev_ != nullptr)
+    object->prev_->next_ = object;
+  else
+    tracked_ = object;
   if (object->next_ != nullptr) object->next_->prev_ = object;
   previous->prev_ = previous->next_ = nullptr;
 }

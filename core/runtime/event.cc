@@ -16,7 +16,8 @@ Event::Event(Device* device, oar_event_t handle) : device_(device), handle_(hand
 Event::~Event() { release(); }
 
 Event::Event(Event&& other) noexcept
-    : device_(std::exchange(other.device_, nullptr)), handle_(std::exchange(other.handle_, nullptr)) {
+    : device_(std::exchange(other.device_, nullptr)),
+      handle_(std::exchange(other.handle_, nullptr)) {
   if (device_ != nullptr) retrack(device_, &other);
 }
 

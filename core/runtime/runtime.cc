@@ -53,7 +53,12 @@ Runtime::Runtime(RuntimeOptions options) {
       records_.push_back(std::move(record));
       continue;
     }
-    std::unique_ptr<detail::Plugin> plugin = detail::Plugin::load(candidate.library_path, &record);
+    auto name_taken = [&](const std::string& name) {
+      return std::any_of(plugins_.begin(), plugins_.end(),
+                         [&](const auto& p) { return p->name() == name; });
+    };
+    std::unique_ptr<detail::Plugin> plugin =
+        detail::Plugin::load(candidate.library_path, &record, name_taken);
     if (plugin != nullptr) {
       for (int32_t i = 0; i < record.device_count; ++i) {
         oar_device_properties_t properties{};
@@ -68,6 +73,15 @@ Runtime::Runtime(RuntimeOptions options) {
         properties.name[OAR_DEVICE_NAME_SIZE - 1] = '\0';
         properties.vendor[OAR_DEVICE_TEXT_SIZE - 1] = '\0';
         properties.driver_version[OAR_DEVICE_TEXT_SIZE - 1] = '\0';
+        const uint32_t host_visible = OAR_MEMORY_KIND_HOST_PINNED | OAR_MEMORY_KIND_UNIFIED;
+        if ((properties.memory_kinds & host_visible) &&
+            plugin->api().memory_host_address == nullptr) {
+          detail::log_line(OAR_LOG_LEVEL_WARNING, plugin->name(),
+                           "device " + std::to_string(i) +
+                               " lists host-visible memory but the plugin has no "
+                               "memory_host_address slot; offering device memory only");
+          properties.memory_kinds &= ~host_visible;
+        }
         auto device = std::make_unique<Device>(plugin.get(), i, properties);
         if (visible(filter, *device)) devices_.push_back(device.get());
         owned_devices_.push_back(std::move(device));

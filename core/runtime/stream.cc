@@ -14,20 +14,21 @@ namespace oar {
 namespace {
 
 void check_range(const Buffer& buffer, uint64_t offset, uint64_t size, const char* what) {
-  if (!buffer.valid()) throw Error(OAR_STATUS_INVALID_ARGUMENT, std::string(what) + ": empty buffer");
+  if (!buffer.valid())
+    throw Error(OAR_STATUS_INVALID_ARGUMENT, std::string(what) + ": empty buffer");
   if (offset > buffer.size() || size > buffer.size() - offset) {
-    throw Error(OAR_STATUS_OUT_OF_RANGE,
-                std::string(what) + ": bytes [" + std::to_string(offset) + ", " +
-                    std::to_string(offset + size) + ") leave a buffer of " +
-                    std::to_string(buffer.size()) + " bytes");
+    throw Error(OAR_STATUS_OUT_OF_RANGE, std::string(what) + ": bytes [" + std::to_string(offset) +
+                                             ", " + std::to_string(offset + size) +
+                                             ") leave a buffer of " +
+                                             std::to_string(buffer.size()) + " bytes");
   }
 }
 
 void check_same_device(const Stream& stream, const Buffer& buffer, const char* what) {
   if (&buffer.device() != &stream.device()) {
-    throw Error(OAR_STATUS_INVALID_ARGUMENT,
-                std::string(what) + ": the buffer is on " + buffer.device().name() +
-                    " but the stream is on " + stream.device().name());
+    throw Error(OAR_STATUS_INVALID_ARGUMENT, std::string(what) + ": the buffer is on " +
+                                                 buffer.device().name() + " but the stream is on " +
+                                                 stream.device().name());
   }
 }
 
@@ -50,7 +51,8 @@ Stream::Stream(Device* device, oar_stream_t handle) : device_(device), handle_(h
 Stream::~Stream() { release(); }
 
 Stream::Stream(Stream&& other) noexcept
-    : device_(std::exchange(other.device_, nullptr)), handle_(std::exchange(other.handle_, nullptr)) {
+    : device_(std::exchange(other.device_, nullptr)),
+      handle_(std::exchange(other.handle_, nullptr)) {
   if (device_ != nullptr) retrack(device_, &other);
 }
 
@@ -136,19 +138,17 @@ void Stream::copy(const Buffer& dst, uint64_t dst_offset, const Buffer& src, uin
         "memory_copy_d2d");
     return;
   }
-  if (&src.device().plugin() != &device_->plugin() ||
-      device_->api().memory_copy_peer == nullptr ||
+  if (&src.device().plugin() != &device_->plugin() || device_->api().memory_copy_peer == nullptr ||
       !device_->has_feature(OAR_DEVICE_FEATURE_PEER_ACCESS) ||
       !src.device().has_feature(OAR_DEVICE_FEATURE_PEER_ACCESS)) {
     throw Error(OAR_STATUS_UNIMPLEMENTED,
                 "copy from " + src.device().name() + " to " + device_->name() +
                     ": no peer access between them; stage the data through the host");
   }
-  device_->plugin().check(
-      device_->api().memory_copy_peer(handle_, dst.memory(), dst.offset() + dst_offset,
-                                      src.device().handle(), src.memory(),
-                                      src.offset() + src_offset, size),
-      "memory_copy_peer");
+  device_->plugin().check(device_->api().memory_copy_peer(
+                              handle_, dst.memory(), dst.offset() + dst_offset,
+                              src.device().handle(), src.memory(), src.offset() + src_offset, size),
+                          "memory_copy_peer");
 }
 
 void Stream::fill(const Buffer& dst, uint64_t offset, uint8_t value, uint64_t size) {

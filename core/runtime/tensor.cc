@@ -49,14 +49,14 @@ void delete_export(DLManagedTensor* self) {
 
 }  // namespace
 
-Tensor Tensor::empty(Device& device, std::vector<int64_t> shape, DLDataType dtype,
-                     Stream* stream) {
+Tensor Tensor::empty(Device& device, std::vector<int64_t> shape, DLDataType dtype, Stream* stream) {
   int64_t count = 1;
   for (int64_t d : shape) {
     if (d < 0) throw Error(OAR_STATUS_INVALID_ARGUMENT, "negative dimension in Tensor::empty");
     count *= d;
   }
-  auto buffer = std::make_shared<Buffer>(device.allocate(uint64_t(count) * dtype_size(dtype), stream));
+  auto buffer =
+      std::make_shared<Buffer>(device.allocate(uint64_t(count) * dtype_size(dtype), stream));
   return view(std::move(buffer), std::move(shape), dtype);
 }
 
@@ -73,10 +73,10 @@ Tensor Tensor::view(std::shared_ptr<Buffer> buffer, std::vector<int64_t> shape, 
   }
   uint64_t extent = extent_bytes(shape, strides, dtype);
   if (byte_offset > buffer->size() || extent > buffer->size() - byte_offset) {
-    throw Error(OAR_STATUS_OUT_OF_RANGE,
-                "Tensor::view needs " + std::to_string(extent) + " bytes at offset " +
-                    std::to_string(byte_offset) + " of a " + std::to_string(buffer->size()) +
-                    "-byte buffer");
+    throw Error(OAR_STATUS_OUT_OF_RANGE, "Tensor::view needs " + std::to_string(extent) +
+                                             " bytes at offset " + std::to_string(byte_offset) +
+                                             " of a " + std::to_string(buffer->size()) +
+                                             "-byte buffer");
   }
   Tensor tensor;
   tensor.buffer_ = std::move(buffer);
@@ -102,15 +102,17 @@ int64_t Tensor::numel() const {
   return count;
 }
 
-bool Tensor::is_contiguous() const { return strides_ == contiguous_strides(shape_) || numel() <= 1; }
+bool Tensor::is_contiguous() const {
+  return strides_ == contiguous_strides(shape_) || numel() <= 1;
+}
 
 Tensor Tensor::transpose(int a, int b) const {
   int n = ndim();
   if (a < 0) a += n;
   if (b < 0) b += n;
   if (a < 0 || b < 0 || a >= n || b >= n) {
-    throw Error(OAR_STATUS_INVALID_ARGUMENT, "transpose: dimension out of range for a " +
-                                                 std::to_string(n) + "-d tensor");
+    throw Error(OAR_STATUS_INVALID_ARGUMENT,
+                "transpose: dimension out of range for a " + std::to_string(n) + "-d tensor");
   }
   Tensor result = *this;
   std::swap(result.shape_[a], result.shape_[b]);
@@ -168,18 +170,18 @@ Tensor Tensor::from_dlpack(const Runtime& runtime, DLManagedTensor* managed) {
     }
   }
   if (device == nullptr) {
-    throw Error(OAR_STATUS_NOT_FOUND,
-                "from_dlpack: no OAR device has DLPack device (" +
-                    std::to_string(int(dl.device.device_type)) + ", " +
-                    std::to_string(dl.device.device_id) + ")");
+    throw Error(OAR_STATUS_NOT_FOUND, "from_dlpack: no OAR device has DLPack device (" +
+                                          std::to_string(int(dl.device.device_type)) + ", " +
+                                          std::to_string(dl.device.device_id) + ")");
   }
   if (dl.dtype.lanes != 1 || dl.dtype.bits % 8 != 0) {
-    throw Error(OAR_STATUS_INVALID_ARGUMENT, "from_dlpack: unsupported dtype " + dtype_name(dl.dtype));
+    throw Error(OAR_STATUS_INVALID_ARGUMENT,
+                "from_dlpack: unsupported dtype " + dtype_name(dl.dtype));
   }
   std::vector<int64_t> shape(dl.shape, dl.shape + dl.ndim);
-  std::vector<int64_t> strides =
-      dl.strides != nullptr ? std::vector<int64_t>(dl.strides, dl.strides + dl.ndim)
-                            : contiguous_strides(shape);
+  std::vector<int64_t> strides = dl.strides != nullptr
+                                     ? std::vector<int64_t>(dl.strides, dl.strides + dl.ndim)
+                                     : contiguous_strides(shape);
   uint64_t extent = extent_bytes(shape, strides, dl.dtype);
 
   Buffer buffer;

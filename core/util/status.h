@@ -33,7 +33,7 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : state_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : state_(std::move(value)) {}         // NOLINT(google-explicit-constructor)
   Result(Status status) : state_(std::move(status)) {}  // NOLINT(google-explicit-constructor)
 
   bool ok() const { return std::holds_alternative<T>(state_); }
@@ -57,8 +57,8 @@ class [[nodiscard]] Result {
     if (!oar_status_.ok()) return oar_status_; \
   } while (false)
 
-#define OAR_ASSIGN_OR_RETURN(lhs, expr)                           \
-  auto OAR_CONCAT_(oar_result_, __LINE__) = (expr);               \
-  if (!OAR_CONCAT_(oar_result_, __LINE__).ok())                   \
-    return OAR_CONCAT_(oar_result_, __LINE__).status();           \
+#define OAR_ASSIGN_OR_RETURN(lhs, expr)                 \
+  auto OAR_CONCAT_(oar_result_, __LINE__) = (expr);     \
+  if (!OAR_CONCAT_(oar_result_, __LINE__).ok())         \
+    return OAR_CONCAT_(oar_result_, __LINE__).status(); \
   lhs = std::move(OAR_CONCAT_(oar_result_, __LINE__)).value()

@@ -53,7 +53,7 @@ class Buffer : private detail::Tracked {
   uint64_t size_ = 0;
   uint32_t kind_ = 0;
   Owner owner_ = Owner::kDevice;
-  void* block_ = nullptr;              // the allocator's block (kCached)
+  void* block_ = nullptr;                // the allocator's block (kCached)
   DLManagedTensor* imported_ = nullptr;  // the producer's tensor (kDLPack)
 };
 

@@ -92,11 +92,10 @@ typedef oar_status_t (*oar_comm_broadcast_fn)(oar_comm_t comm, oar_stream_t stre
  * Ownership: borrows all.
  * Threading: thread-compatible per stream and per communicator.
  * Errors: OAR_STATUS_INVALID_ARGUMENT for a bad root, dtype or op. */
-typedef oar_status_t (*oar_comm_reduce_fn)(oar_comm_t comm, oar_stream_t stream,
-                                           oar_memory_t send, uint64_t send_offset,
-                                           oar_memory_t recv, uint64_t recv_offset,
-                                           uint64_t count, DLDataType dtype, int32_t op,
-                                           int32_t root);
+typedef oar_status_t (*oar_comm_reduce_fn)(oar_comm_t comm, oar_stream_t stream, oar_memory_t send,
+                                           uint64_t send_offset, oar_memory_t recv,
+                                           uint64_t recv_offset, uint64_t count, DLDataType dtype,
+                                           int32_t op, int32_t root);
 
 /* Gathers |count| elements from every rank into |recv| (nranks * count),
  * ordered by rank.

@@ -70,20 +70,18 @@ typedef struct oar_device_properties_t {
   char name[OAR_DEVICE_NAME_SIZE];
   char vendor[OAR_DEVICE_TEXT_SIZE];
   char driver_version[OAR_DEVICE_TEXT_SIZE];
-  int32_t kind;             /* oar_device_kind_e */
-  int32_t dlpack_device_type; /* DLDeviceType tensors on this device carry */
-  uint64_t total_memory;    /* bytes of OAR_MEMORY_KIND_DEVICE memory */
+  int32_t kind;                 /* oar_device_kind_e */
+  int32_t dlpack_device_type;   /* DLDeviceType tensors on this device carry */
+  uint64_t total_memory;        /* bytes of OAR_MEMORY_KIND_DEVICE memory */
   uint64_t max_allocation_size; /* largest single allocation, bytes */
-  uint64_t min_alignment;   /* every allocation is aligned to this, bytes */
-  uint32_t memory_kinds;    /* oar_memory_kind_e bits */
-  uint32_t dtypes;          /* oar_dtype_support_e bits */
-  uint32_t features;        /* oar_device_feature_e bits */
+  uint64_t min_alignment;       /* every allocation is aligned to this, bytes */
+  uint32_t memory_kinds;        /* oar_memory_kind_e bits */
+  uint32_t dtypes;              /* oar_dtype_support_e bits */
+  uint32_t features;            /* oar_device_feature_e bits */
   uint32_t compute_units;
 } oar_device_properties_t;
-#define OAR_DEVICE_PROPERTIES_STRUCT_SIZE \
-  OAR_STRUCT_SIZE(oar_device_properties_t, compute_units)
-OAR_CHECK_STRUCT_SIZE(oar_device_properties_t, compute_units,
-                      OAR_DEVICE_PROPERTIES_STRUCT_SIZE);
+#define OAR_DEVICE_PROPERTIES_STRUCT_SIZE OAR_STRUCT_SIZE(oar_device_properties_t, compute_units)
+OAR_CHECK_STRUCT_SIZE(oar_device_properties_t, compute_units, OAR_DEVICE_PROPERTIES_STRUCT_SIZE);
 
 /* Writes the number of devices the plugin serves to |out_count|; 0 when the
  * runtime or hardware is absent (that is not an error).

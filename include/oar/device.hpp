@@ -29,16 +29,16 @@ struct MemoryInfo {
 
 // What the caching allocator holds and has done, in bytes and counts.
 struct MemoryStats {
-  uint64_t allocated_bytes = 0;       // in live buffers (rounded to size classes)
-  uint64_t reserved_bytes = 0;        // obtained from the plugin
+  uint64_t allocated_bytes = 0;  // in live buffers (rounded to size classes)
+  uint64_t reserved_bytes = 0;   // obtained from the plugin
   uint64_t peak_allocated_bytes = 0;
   uint64_t peak_reserved_bytes = 0;
-  uint64_t allocation_count = 0;      // successful allocations
+  uint64_t allocation_count = 0;  // successful allocations
   uint64_t free_count = 0;
-  uint64_t segment_count = 0;         // plugin allocations held now
-  uint64_t backend_allocations = 0;   // plugin allocations made, all time
-  uint64_t cache_hits = 0;            // allocations served without the plugin
-  uint64_t oom_count = 0;             // out-of-memory events, after retry
+  uint64_t segment_count = 0;        // plugin allocations held now
+  uint64_t backend_allocations = 0;  // plugin allocations made, all time
+  uint64_t cache_hits = 0;           // allocations served without the plugin
+  uint64_t oom_count = 0;            // out-of-memory events, after retry
   uint64_t largest_free_block = 0;
   uint64_t active_blocks = 0;
 };
@@ -111,8 +111,10 @@ class Device {
   oar_device_properties_t properties_;
   std::string name_;
 
-  std::mutex mutex_;
+  std::mutex mutex_;  // guards opening, closing and the tracked list
   std::atomic<oar_device_t> handle_{nullptr};
+  std::once_flag default_stream_once_;
+  std::once_flag memory_once_;
   bool closed_ = false;
   std::unique_ptr<Stream> default_stream_;
   std::unique_ptr<detail::DeviceMemory> memory_;

@@ -31,16 +31,13 @@ struct Attr {
   Attr(const char* name, int v) : Attr(name, int64_t(v)) {}
   Attr(const char* name, double v) : attr{name, OAR_ATTR_TYPE_FLOAT, {}} { attr.value.f = v; }
   Attr(const char* name, bool v) : attr{name, OAR_ATTR_TYPE_BOOL, {}} { attr.value.b = v; }
-  Attr(const char* name, const char* v) : attr{name, OAR_ATTR_TYPE_STRING, {}} {
-    attr.value.s = v;
-  }
+  Attr(const char* name, const char* v) : attr{name, OAR_ATTR_TYPE_STRING, {}} { attr.value.s = v; }
   oar_attr_t attr;
 };
 
 // Runs |op| on |stream| with tensors of the stream's device.
 void dispatch(Stream& stream, const OpId& op, std::initializer_list<const Tensor*> inputs,
-              std::initializer_list<const Tensor*> outputs,
-              std::initializer_list<Attr> attrs = {});
+              std::initializer_list<const Tensor*> outputs, std::initializer_list<Attr> attrs = {});
 
 // The same over raw DLTensors (data = allocation handle, byte_offset = offset);
 // what the typed helpers and DLPack-based frameworks call.

@@ -66,8 +66,7 @@ typedef oar_status_t (*oar_event_synchronize_fn)(oar_event_t event);
  * Threading: thread-safe.
  * Errors: OAR_STATUS_FAILED_PRECONDITION if either is not complete or was not
  * created with OAR_EVENT_FLAG_TIMING or was never recorded. */
-typedef oar_status_t (*oar_event_elapsed_ms_fn)(oar_event_t start, oar_event_t end,
-                                                float* out_ms);
+typedef oar_status_t (*oar_event_elapsed_ms_fn)(oar_event_t start, oar_event_t end, float* out_ms);
 
 #ifdef __cplusplus
 }

@@ -83,8 +83,8 @@ OAR_CHECK_STRUCT_SIZE(oar_kernel_call_t, user_data, OAR_KERNEL_CALL_STRUCT_SIZE)
  * Ownership: borrows |call| and everything it points to, for the call only.
  * Threading: thread-compatible per stream.
  * Errors: OAR_STATUS_INVALID_ARGUMENT for inputs the kernel cannot take (the
- * core validated dtypes and arity already); an error of the asynchronous work
- * surfaces on the stream instead. */
+ * core matched the registered dtypes and arity already, not shapes); an error of the asynchronous
+ * work surfaces on the stream instead. */
 typedef oar_status_t (*oar_kernel_fn)(const oar_kernel_call_t* call);
 
 typedef enum oar_kernel_flag_e {
@@ -98,7 +98,7 @@ typedef enum oar_kernel_flag_e {
 
 /* One kernel as the plugin registers it. */
 typedef struct oar_kernel_def_t {
-  size_t struct_size; /* OAR_KERNEL_DEF_STRUCT_SIZE */
+  size_t struct_size;  /* OAR_KERNEL_DEF_STRUCT_SIZE */
   const char* op_name; /* the operator, as the core's schema names it */
   /* dtypes of the inputs, then of the outputs; lanes are 1. */
   const DLDataType* dtypes;

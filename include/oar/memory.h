@@ -55,8 +55,7 @@ typedef oar_status_t (*oar_memory_host_address_fn)(oar_device_t device, oar_memo
  * Threading: thread-compatible per stream.
  * Errors: OAR_STATUS_OUT_OF_RANGE if the range leaves the allocation. */
 typedef oar_status_t (*oar_memory_copy_h2d_fn)(oar_stream_t stream, oar_memory_t dst,
-                                               uint64_t dst_offset, const void* src,
-                                               uint64_t size);
+                                               uint64_t dst_offset, const void* src, uint64_t size);
 
 /* Copies |size| bytes from (|src|, |src_offset|) to host |dst| on |stream|.
  *

@@ -80,10 +80,10 @@ typedef oar_status_t (*oar_plugin_finalize_fn)(void);
 /* The plugin's table. Append-only: a new slot goes at the end, bumps
  * OAR_ABI_MINOR and moves OAR_PLUGIN_API_STRUCT_SIZE. */
 typedef struct oar_plugin_api_t {
-  size_t struct_size; /* OAR_PLUGIN_API_STRUCT_SIZE of the plugin's headers */
-  uint32_t abi_major; /* OAR_ABI_MAJOR of the plugin's headers */
-  uint32_t abi_minor; /* OAR_ABI_MINOR of the plugin's headers */
-  const char* name;   /* short, lowercase: "cpu", "opencl" */
+  size_t struct_size;  /* OAR_PLUGIN_API_STRUCT_SIZE of the plugin's headers */
+  uint32_t abi_major;  /* OAR_ABI_MAJOR of the plugin's headers */
+  uint32_t abi_minor;  /* OAR_ABI_MINOR of the plugin's headers */
+  const char* name;    /* short, lowercase: "cpu", "opencl" */
   const char* version; /* the plugin's own version, "1.2.0" */
   const char* vendor;
 
@@ -157,7 +157,7 @@ OAR_CHECK_STRUCT_SIZE(oar_plugin_api_t, comm_group_end, OAR_PLUGIN_API_STRUCT_SI
  * Threading: thread-safe; may be called more than once.
  * Errors: none; it must not fail other than by returning NULL. */
 typedef const oar_plugin_api_t* (*oar_plugin_query_fn)(uint32_t host_abi_major,
-                                                      uint32_t host_abi_minor);
+                                                       uint32_t host_abi_minor);
 
 #ifdef __cplusplus
 }

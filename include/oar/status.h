@@ -61,14 +61,15 @@ typedef int32_t oar_status_t;
 #define OAR_CONCAT_INNER_(a, b) a##b
 #define OAR_CONCAT_(a, b) OAR_CONCAT_INNER_(a, b)
 #if defined(__cplusplus)
-#define OAR_CHECK_STRUCT_SIZE(type, last_field, size_constant) \
+#define OAR_CHECK_STRUCT_SIZE(type, last_field, size_constant)        \
   static_assert(OAR_STRUCT_SIZE(type, last_field) == (size_constant), \
                 #size_constant " must end at " #type "." #last_field)
 #else
 /* C99 has no _Static_assert: a negative array size fails the build instead. */
-#define OAR_CHECK_STRUCT_SIZE(type, last_field, size_constant)               \
-  typedef char OAR_CONCAT_(oar_struct_size_check_, __LINE__)                 \
-      [(OAR_STRUCT_SIZE(type, last_field) == (size_constant)) ? 1 : -1]
+#define OAR_CHECK_STRUCT_SIZE(type, last_field, size_constant) \
+  typedef char OAR_CONCAT_(                                    \
+      oar_struct_size_check_,                                  \
+      __LINE__)[(OAR_STRUCT_SIZE(type, last_field) == (size_constant)) ? 1 : -1]
 #endif
 
 #ifdef __cplusplus

@@ -15,8 +15,8 @@ extern "C" {
 #endif
 
 typedef struct oar_trace_record_t {
-  size_t struct_size; /* OAR_TRACE_RECORD_STRUCT_SIZE */
-  const char* name;   /* copied by the host */
+  size_t struct_size;   /* OAR_TRACE_RECORD_STRUCT_SIZE */
+  const char* name;     /* copied by the host */
   const char* category; /* "kernel", "copy", "sync", ...; copied by the host */
   oar_device_t device;
   oar_stream_t stream; /* may be NULL */

@@ -56,7 +56,8 @@ inline const oar_host_services_t*& host_services() {
 
 inline void report_error(oar_status_t code, const char* message) {
   const oar_host_services_t* host = host_services();
-  if (host != nullptr && host->report_error != nullptr) host->report_error(host->context, code, message);
+  if (host != nullptr && host->report_error != nullptr)
+    host->report_error(host->context, code, message);
 }
 
 inline void log(oar_log_level_e level, const std::string& message) {
@@ -89,14 +90,21 @@ oar_status_t guard(Body&& body) noexcept {
   }
 }
 
-// Copies |source| into |out| honouring the caller's struct_size: only the bytes
-// both sides know are written.
+// The size of oar_device_properties_t in ABI 1.0; later minors only append.
+inline constexpr size_t kDeviceProperties10Size =
+    OAR_STRUCT_SIZE(oar_device_properties_t, compute_units);
+
+// Copies |source| into |out| honouring the caller's struct_size: a host built
+// against an older minor gets the fields it knows, a newer one gets ours and
+// keeps its zeroed tail.
 inline void copy_properties(const oar_device_properties_t& source, oar_device_properties_t* out) {
   require(out != nullptr, OAR_STATUS_INVALID_ARGUMENT, "out_properties is NULL");
-  require(out->struct_size >= OAR_DEVICE_PROPERTIES_STRUCT_SIZE, OAR_STATUS_INVALID_ARGUMENT,
+  require(out->struct_size >= kDeviceProperties10Size, OAR_STATUS_INVALID_ARGUMENT,
           "out_properties->struct_size is smaller than ABI 1.0's oar_device_properties_t");
   size_t caller_size = out->struct_size;
-  std::memcpy(out, &source, OAR_DEVICE_PROPERTIES_STRUCT_SIZE);
+  std::memcpy(out, &source,
+              caller_size < OAR_DEVICE_PROPERTIES_STRUCT_SIZE ? caller_size
+                                                              : OAR_DEVICE_PROPERTIES_STRUCT_SIZE);
   out->struct_size = caller_size;
 }
 
@@ -169,34 +177,49 @@ oar_status_t call(Method method, Args... args) noexcept {
 }  // namespace detail
 
 // Every slot a plugin class may fill, besides initialize and finalize.
-#define OAR_SDK_SLOTS(X)                                                                      \
-  X(register_kernels)                                                                         \
-  X(device_count) X(device_properties) X(device_open) X(device_close) X(device_synchronize)  \
-  X(device_memory_info)                                                                       \
-  X(stream_create) X(stream_destroy) X(stream_synchronize) X(stream_query)                    \
-  X(stream_wait_event) X(stream_add_host_callback)                                            \
-  X(event_create) X(event_destroy) X(event_record) X(event_query) X(event_synchronize)        \
-  X(event_elapsed_ms)                                                                         \
-  X(memory_allocate) X(memory_free) X(memory_host_address) X(memory_copy_h2d)                 \
-  X(memory_copy_d2h) X(memory_copy_d2d) X(memory_copy_peer) X(memory_fill)                    \
-  X(comm_unique_id_size) X(comm_get_unique_id) X(comm_create) X(comm_destroy) X(comm_abort)   \
-  X(comm_all_reduce) X(comm_broadcast) X(comm_reduce) X(comm_all_gather)                      \
-  X(comm_reduce_scatter) X(comm_all_to_all) X(comm_send) X(comm_recv) X(comm_group_begin)     \
-  X(comm_group_end)
+#define OAR_SDK_SLOTS(X)                                                                          \
+  X(register_kernels)                                                                             \
+  X(device_count)                                                                                 \
+  X(device_properties) X(device_open) X(device_close) X(device_synchronize) X(device_memory_info) \
+      X(stream_create) X(stream_destroy) X(stream_synchronize) X(stream_query)                    \
+          X(stream_wait_event) X(stream_add_host_callback) X(event_create) X(event_destroy)       \
+              X(event_record) X(event_query) X(event_synchronize) X(event_elapsed_ms)             \
+                  X(memory_allocate) X(memory_free) X(memory_host_address) X(memory_copy_h2d)     \
+                      X(memory_copy_d2h) X(memory_copy_d2d) X(memory_copy_peer) X(memory_fill)    \
+                          X(comm_unique_id_size) X(comm_get_unique_id) X(comm_create)             \
+                              X(comm_destroy) X(comm_abort) X(comm_all_reduce) X(comm_broadcast)  \
+                                  X(comm_reduce) X(comm_all_gather) X(comm_reduce_scatter)        \
+                                      X(comm_all_to_all) X(comm_send) X(comm_recv)                \
+                                          X(comm_group_begin) X(comm_group_end)
 
 namespace detail {
-#define OAR_SDK_DETECT(slot)                                                        \
-  template <typename T, typename = void>                                            \
-  struct has_##slot : std::false_type {};                                           \
-  template <typename T>                                                             \
+#define OAR_SDK_DETECT(slot)              \
+  template <typename T, typename = void>  \
+  struct has_##slot : std::false_type {}; \
+  template <typename T>                   \
   struct has_##slot<T, std::void_t<decltype(&T::slot)>> : std::true_type {};
 OAR_SDK_SLOTS(OAR_SDK_DETECT)
 #undef OAR_SDK_DETECT
 }  // namespace detail
 
-// Builds the plugin's C table from |Impl| (see the file comment).
+// The slots the core refuses to load a plugin without (docs/abi.md).
+#define OAR_SDK_REQUIRED_SLOTS(X)                                                                  \
+  X(device_count)                                                                                  \
+  X(device_properties) X(device_open) X(device_close) X(device_synchronize) X(stream_create)       \
+      X(stream_destroy) X(stream_synchronize) X(stream_query) X(stream_wait_event) X(event_create) \
+          X(event_destroy) X(event_record) X(event_query) X(event_synchronize) X(memory_allocate)  \
+              X(memory_free) X(memory_copy_h2d) X(memory_copy_d2h) X(memory_copy_d2d)              \
+                  X(memory_fill)
+
+// Builds the plugin's C table from |Impl| (see the file comment). A missing
+// required member fails to compile here rather than to load later.
 template <typename Impl>
 const oar_plugin_api_t* plugin_api(const char* name, const char* version, const char* vendor) {
+#define OAR_SDK_REQUIRE(slot)                    \
+  static_assert(detail::has_##slot<Impl>::value, \
+                "the plugin class lacks the required member " #slot);
+  OAR_SDK_REQUIRED_SLOTS(OAR_SDK_REQUIRE)
+#undef OAR_SDK_REQUIRE
   static const oar_plugin_api_t api = [&] {
     oar_plugin_api_t table{};
     table.struct_size = OAR_PLUGIN_API_STRUCT_SIZE;
@@ -206,10 +229,13 @@ const oar_plugin_api_t* plugin_api(const char* name, const char* version, const 
     table.version = version;
     table.vendor = vendor;
     table.initialize = [](const oar_host_services_t* host) -> oar_status_t {
-      host_services() = host;
-      return guard([] {
+      host_services() = host;  // the constructor may already report and log
+      oar_status_t status = guard([] {
         if (detail::instance<Impl>() == nullptr) detail::instance<Impl>() = new Impl();
       });
+      // No finalize follows a failed initialize: forget the host now.
+      if (status != OAR_STATUS_OK) host_services() = nullptr;
+      return status;
     };
     table.finalize = []() -> oar_status_t {
       oar_status_t status = guard([] {
@@ -219,11 +245,11 @@ const oar_plugin_api_t* plugin_api(const char* name, const char* version, const 
       host_services() = nullptr;
       return status;
     };
-#define OAR_SDK_FILL(slot)                                                \
-  if constexpr (detail::has_##slot<Impl>::value) {                        \
-    table.slot = [](auto... args) -> oar_status_t {                       \
-      return detail::call<Impl>(&Impl::slot, args...);                    \
-    };                                                                    \
+#define OAR_SDK_FILL(slot)                             \
+  if constexpr (detail::has_##slot<Impl>::value) {     \
+    table.slot = [](auto... args) -> oar_status_t {    \
+      return detail::call<Impl>(&Impl::slot, args...); \
+    };                                                 \
   }
     OAR_SDK_SLOTS(OAR_SDK_FILL)
 #undef OAR_SDK_FILL
@@ -237,10 +263,10 @@ const oar_plugin_api_t* plugin_api(const char* name, const char* version, const 
 // Exports the plugin's one symbol, oar_plugin_query, for the class |Impl|. The
 // table always carries the plugin's own ABI version: the core compares it with
 // its own and explains a mismatch.
-#define OAR_PLUGIN_DEFINE(Impl, name, version, vendor)                      \
-  extern "C" __attribute__((visibility("default"))) const oar_plugin_api_t* \
-  oar_plugin_query(uint32_t host_abi_major, uint32_t host_abi_minor) {      \
-    (void)host_abi_major;                                                   \
-    (void)host_abi_minor;                                                   \
-    return ::oar::sdk::plugin_api<Impl>(name, version, vendor);             \
+#define OAR_PLUGIN_DEFINE(Impl, name, version, vendor)                                        \
+  extern "C" __attribute__((visibility("default"))) const oar_plugin_api_t* oar_plugin_query( \
+      uint32_t host_abi_major, uint32_t host_abi_minor) {                                     \
+    (void)host_abi_major;                                                                     \
+    (void)host_abi_minor;                                                                     \
+    return ::oar::sdk::plugin_api<Impl>(name, version, vendor);                               \
   }

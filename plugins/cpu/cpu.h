@@ -1,0 +1,145 @@
+// The cpu plugin: the host as an OAR device. Memory handles are real host
+// pointers (so DLPack consumers of cpu tensors see a usable address), streams
+// are WorkQueues (one worker thread each), kernels run on a stream's worker.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "oar/oar.h"
+#include "oar/sdk/plugin.hpp"
+#include "work_queue.h"
+
+// The handles are defined at global scope because oar/handles.h declares them
+// there; the core never looks inside.
+
+struct oar_device_s {
+  int32_t index = 0;
+  // Live streams, for device_synchronize. Shared ownership so that a
+  // device_synchronize racing a stream_destroy never touches a freed queue.
+  std::mutex mutex;
+  std::unordered_map<oar_stream_s*, std::shared_ptr<oar::plugin::WorkQueue>> streams;
+};
+
+struct oar_stream_s {
+  oar_device_s* device = nullptr;
+  std::shared_ptr<oar::plugin::WorkQueue> queue;
+};
+
+struct oar_event_s {
+  oar_device_s* device = nullptr;
+  uint32_t flags = 0;
+  // event_query is thread-safe while event_record is only thread-compatible,
+  // so swapping the latest record needs a lock.
+  std::mutex mutex;
+  std::shared_ptr<oar::plugin::Marker> record;  // null until first recorded
+
+  std::shared_ptr<oar::plugin::Marker> latest() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return record;
+  }
+};
+
+namespace oar::cpu {
+
+// The plugin's own allocations, so that a copy or kernel can check its range.
+// A pointer it does not know (memory imported through DLPack from another
+// library) is trusted without a check: the cpu plugin cannot know its size.
+class AllocationTable {
+ public:
+  struct Allocation {
+    uint64_t size;
+    uint32_t kind;
+    oar_device_s* device;
+  };
+
+  void insert(void* pointer, Allocation allocation);
+  // Removes |pointer|; throws INVALID_ARGUMENT if it is unknown or belongs to
+  // another device.
+  void erase(void* pointer, oar_device_s* device);
+  // Removes and returns every allocation of |device| (leaked by the caller).
+  std::unordered_map<void*, Allocation> take_all(oar_device_s* device);
+  // Throws OUT_OF_RANGE if [offset, offset + size) leaves a known allocation;
+  // |what| names the operand in the message ("copy destination").
+  void check_range(const void* pointer, uint64_t offset, uint64_t size, const char* what) const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::unordered_map<void*, Allocation> allocations_;
+};
+
+// The byte address (memory, offset) names; memory is a host pointer on cpu.
+inline char* address(oar_memory_t memory, uint64_t offset) {
+  return reinterpret_cast<char*>(memory) + offset;
+}
+
+// Adds the cpu kernels to |registrar|; kernels check ranges against |table|.
+void register_cpu_kernels(const oar_kernel_registrar_t* registrar, AllocationTable* table);
+
+class CpuPlugin {
+ public:
+  CpuPlugin();
+  ~CpuPlugin();
+
+  // plugin.cc: device
+  void device_count(int32_t* out_count);
+  void device_properties(int32_t index, oar_device_properties_t* out_properties);
+  void device_open(int32_t index, oar_device_t* out_device);
+  void device_close(oar_device_t device);
+  void device_synchronize(oar_device_t device);
+  void device_memory_info(oar_device_t device, uint64_t* out_free, uint64_t* out_total);
+
+  // kernels.cc
+  void register_kernels(const oar_kernel_registrar_t* registrar);
+
+  // stream.cc
+  void stream_create(oar_device_t device, const oar_stream_desc_t* desc, oar_stream_t* out_stream);
+  void stream_destroy(oar_stream_t stream);
+  void stream_synchronize(oar_stream_t stream);
+  void stream_query(oar_stream_t stream, bool* out_idle);
+  void stream_wait_event(oar_stream_t stream, oar_event_t event);
+  void stream_add_host_callback(oar_stream_t stream, oar_host_callback_fn callback,
+                                void* user_data);
+
+  // event.cc
+  void event_create(oar_device_t device, uint32_t flags, oar_event_t* out_event);
+  void event_destroy(oar_event_t event);
+  void event_record(oar_event_t event, oar_stream_t stream);
+  void event_query(oar_event_t event, bool* out_done);
+  void event_synchronize(oar_event_t event);
+  void event_elapsed_ms(oar_event_t start, oar_event_t end, float* out_ms);
+
+  // memory.cc
+  void memory_allocate(oar_device_t device, uint64_t size, uint32_t kind, oar_memory_t* out_memory);
+  void memory_free(oar_device_t device, oar_memory_t memory);
+  void memory_host_address(oar_device_t device, oar_memory_t memory, void** out_address);
+  void memory_copy_h2d(oar_stream_t stream, oar_memory_t dst, uint64_t dst_offset, const void* src,
+                       uint64_t size);
+  void memory_copy_d2h(oar_stream_t stream, void* dst, oar_memory_t src, uint64_t src_offset,
+                       uint64_t size);
+  void memory_copy_d2d(oar_stream_t stream, oar_memory_t dst, uint64_t dst_offset, oar_memory_t src,
+                       uint64_t src_offset, uint64_t size);
+  void memory_fill(oar_stream_t stream, oar_memory_t dst, uint64_t dst_offset, uint8_t value,
+                   uint64_t size);
+
+ private:
+  oar_device_properties_t properties_{};
+  AllocationTable allocations_;
+  // Open devices, so that finalize can close what the caller leaked.
+  std::mutex devices_mutex_;
+  std::unordered_set<oar_device_s*> devices_;
+
+  void release_device(oar_device_s* device);
+};
+
+// Throws INVALID_ARGUMENT naming |what| if |pointer| is NULL.
+inline void require_not_null(const void* pointer, const char* what) {
+  oar::sdk::require(pointer != nullptr, OAR_STATUS_INVALID_ARGUMENT,
+                    std::string(what) + " is NULL");
+}
+
+}  // namespace oar::cpu

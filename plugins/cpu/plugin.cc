@@ -1,0 +1,176 @@
+// The cpu plugin's entry point and its one device: the host.
+#include <sys/sysinfo.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cpu.h"
+
+namespace oar::cpu {
+namespace {
+
+// The value of the first "key : value" line of a /proc file whose key is one
+// of |keys|, or "" (the keys differ between x86-64 and aarch64).
+std::string proc_field(const char* path, std::initializer_list<const char*> keys) {
+  std::ifstream file(path);
+  std::string line;
+  while (std::getline(file, line)) {
+    size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string key = line.substr(0, colon);
+    key.erase(key.find_last_not_of(" \t") + 1);
+    for (const char* wanted : keys) {
+      if (key != wanted) continue;
+      size_t start = line.find_first_not_of(" \t", colon + 1);
+      return start == std::string::npos ? std::string() : line.substr(start);
+    }
+  }
+  return {};
+}
+
+uint64_t physical_memory() {
+  long pages = sysconf(_SC_PHYS_PAGES);
+  long page_size = sysconf(_SC_PAGE_SIZE);
+  if (pages > 0 && page_size > 0) return static_cast<uint64_t>(pages) * page_size;
+  struct sysinfo info {};
+  if (sysinfo(&info) == 0) return static_cast<uint64_t>(info.totalram) * info.mem_unit;
+  return 0;
+}
+
+// MemAvailable counts reclaimable page cache, which is what an allocation can
+// really get; free RAM alone would understate it badly.
+uint64_t available_memory() {
+  std::string kib = proc_field("/proc/meminfo", {"MemAvailable"});
+  if (!kib.empty()) return std::stoull(kib) * 1024;  // "123456 kB"
+  struct sysinfo info {};
+  oar::sdk::require(sysinfo(&info) == 0, OAR_STATUS_INTERNAL,
+                    "neither /proc/meminfo nor sysinfo() tells the free memory");
+  return (static_cast<uint64_t>(info.freeram) + info.bufferram) * info.mem_unit;
+}
+
+oar_device_properties_t host_properties() {
+  oar_device_properties_t p{};
+  p.struct_size = OAR_DEVICE_PROPERTIES_STRUCT_SIZE;
+  std::string model = proc_field("/proc/cpuinfo", {"model name", "Model", "cpu model"});
+  oar::sdk::copy_text(p.name, "CPU: " + (model.empty() ? std::string("unknown model") : model));
+  std::string vendor = proc_field("/proc/cpuinfo", {"vendor_id", "CPU implementer"});
+  oar::sdk::copy_text(p.vendor, vendor.empty() ? std::string("unknown") : vendor);
+  struct utsname uts {};
+  oar::sdk::copy_text(p.driver_version, uname(&uts) == 0 ? uts.release : "unknown");
+  p.kind = OAR_DEVICE_KIND_CPU;
+  p.dlpack_device_type = kDLCPU;
+  p.total_memory = physical_memory();
+  p.max_allocation_size = p.total_memory;
+  p.min_alignment = 64;  // a cache line and an AVX-512 vector
+  p.memory_kinds = OAR_MEMORY_KIND_DEVICE | OAR_MEMORY_KIND_HOST_PINNED | OAR_MEMORY_KIND_UNIFIED;
+  p.dtypes = OAR_DTYPE_SUPPORT_F16 | OAR_DTYPE_SUPPORT_BF16 | OAR_DTYPE_SUPPORT_F64;
+  p.features = OAR_DEVICE_FEATURE_TIMING_EVENTS | OAR_DEVICE_FEATURE_ASYNC_COPIES |
+               OAR_DEVICE_FEATURE_HOST_CALLBACKS;
+  unsigned threads = std::thread::hardware_concurrency();
+  p.compute_units = threads == 0 ? 1 : threads;
+  return p;
+}
+
+void require_index(int32_t index) {
+  oar::sdk::require(index == 0, OAR_STATUS_OUT_OF_RANGE,
+                    "cpu device index " + std::to_string(index) + " is out of range (1 device)");
+}
+
+}  // namespace
+
+CpuPlugin::CpuPlugin() : properties_(host_properties()) {}
+
+CpuPlugin::~CpuPlugin() {
+  // The core closes devices before finalize; a host that forgot must still not
+  // leave worker threads running in a library about to be unloaded.
+  std::unordered_set<oar_device_s*> leaked;
+  {
+    std::lock_guard<std::mutex> lock(devices_mutex_);
+    leaked.swap(devices_);
+  }
+  for (oar_device_s* device : leaked) release_device(device);
+}
+
+void CpuPlugin::device_count(int32_t* out_count) {
+  require_not_null(out_count, "out_count");
+  *out_count = 1;
+}
+
+void CpuPlugin::device_properties(int32_t index, oar_device_properties_t* out_properties) {
+  require_index(index);
+  oar::sdk::copy_properties(properties_, out_properties);
+}
+
+void CpuPlugin::device_open(int32_t index, oar_device_t* out_device) {
+  require_index(index);
+  require_not_null(out_device, "out_device");
+  auto device = std::make_unique<oar_device_s>();
+  device->index = index;
+  std::lock_guard<std::mutex> lock(devices_mutex_);
+  devices_.insert(device.get());
+  *out_device = device.release();
+}
+
+void CpuPlugin::device_close(oar_device_t device) {
+  if (device == nullptr) return;
+  {
+    std::lock_guard<std::mutex> lock(devices_mutex_);
+    oar::sdk::require(devices_.erase(device) == 1, OAR_STATUS_INVALID_ARGUMENT,
+                      "device_close: not an open cpu device");
+  }
+  release_device(device);
+}
+
+void CpuPlugin::release_device(oar_device_s* device) {
+  std::unordered_map<oar_stream_s*, std::shared_ptr<oar::plugin::WorkQueue>> streams;
+  {
+    std::lock_guard<std::mutex> lock(device->mutex);
+    streams.swap(device->streams);
+  }
+  auto allocations = allocations_.take_all(device);
+  if (!streams.empty() || !allocations.empty()) {
+    oar::sdk::log(OAR_LOG_LEVEL_WARNING, "cpu device closed with " +
+                                             std::to_string(streams.size()) + " stream(s) and " +
+                                             std::to_string(allocations.size()) +
+                                             " allocation(s) still alive; releasing them");
+  }
+  // Streams first: their pending work may still touch the allocations.
+  for (auto& [stream, queue] : streams) delete stream;
+  streams.clear();
+  for (auto& [pointer, allocation] : allocations) std::free(pointer);
+  delete device;
+}
+
+void CpuPlugin::device_synchronize(oar_device_t device) {
+  require_not_null(device, "device");
+  std::vector<std::shared_ptr<oar::plugin::WorkQueue>> queues;
+  {
+    std::lock_guard<std::mutex> lock(device->mutex);
+    for (auto& [stream, queue] : device->streams) queues.push_back(queue);
+  }
+  // Wait for all of them before reporting, so that the device really is idle
+  // when the first error comes back.
+  oar::plugin::QueueStatus first;
+  for (auto& queue : queues) {
+    oar::plugin::QueueStatus status = queue->synchronize();
+    if (first.ok() && !status.ok()) first = std::move(status);
+  }
+  first.throw_if_error();
+}
+
+void CpuPlugin::device_memory_info(oar_device_t device, uint64_t* out_free, uint64_t* out_total) {
+  require_not_null(device, "device");
+  require_not_null(out_free, "out_free");
+  require_not_null(out_total, "out_total");
+  uint64_t available = available_memory();
+  *out_free = available;
+  *out_total = properties_.total_memory;
+}
+
+}  // namespace oar::cpu
+
+OAR_PLUGIN_DEFINE(oar::cpu::CpuPlugin, "cpu", "0.1.0", "OAR project")

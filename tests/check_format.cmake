@@ -1,0 +1,23 @@
+# Fails listing every source file that .clang-format would change.
+# cmake -DCLANG_FORMAT=<exe> -DSOURCE_DIR=<repo> -P check_format.cmake
+file(GLOB_RECURSE sources
+  "${SOURCE_DIR}/include/*.h" "${SOURCE_DIR}/include/*.hpp"
+  "${SOURCE_DIR}/core/*.h" "${SOURCE_DIR}/core/*.cc"
+  "${SOURCE_DIR}/plugins/*.h" "${SOURCE_DIR}/plugins/*.cc" "${SOURCE_DIR}/plugins/*.c"
+  "${SOURCE_DIR}/cli/*.h" "${SOURCE_DIR}/cli/*.cc"
+  "${SOURCE_DIR}/tests/*.h" "${SOURCE_DIR}/tests/*.cc" "${SOURCE_DIR}/tests/*.c"
+  "${SOURCE_DIR}/bench/*.h" "${SOURCE_DIR}/bench/*.cc")
+set(unformatted "")
+foreach(source IN LISTS sources)
+  execute_process(COMMAND "${CLANG_FORMAT}" --dry-run --Werror "${source}"
+                  RESULT_VARIABLE result OUTPUT_QUIET ERROR_QUIET)
+  if(NOT result EQUAL 0)
+    list(APPEND unformatted "${source}")
+  endif()
+endforeach()
+if(unformatted)
+  list(JOIN unformatted "\n  " listing)
+  message(FATAL_ERROR "not formatted by .clang-format (run clang-format -i on them):\n  ${listing}")
+endif()
+list(LENGTH sources count)
+message(STATUS "${count} sources formatted")

@@ -1,0 +1,147 @@
+// Operator dispatch end to end on the cpu plugin's kernels, and the errors a
+// framework gets when it asks for something that is not there.
+#include <cmath>
+#include <random>
+
+#include "cpu_fixture.h"
+
+namespace oar::testing {
+namespace {
+
+using DispatchTest = CpuTest;
+
+std::vector<float> random_floats(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-10.0f, 10.0f);
+  std::vector<float> values(n);
+  for (float& v : values) v = dist(rng);
+  return values;
+}
+
+Tensor upload(Device& device, const std::vector<float>& values, std::vector<int64_t> shape) {
+  Tensor t = Tensor::empty(device, std::move(shape), dtype::f32);
+  t.copy_from_host(device.default_stream(), values.data());
+  return t;
+}
+
+std::vector<float> download(Device& device, const Tensor& t) {
+  std::vector<float> values(size_t(t.numel()));
+  t.copy_to_host(device.default_stream(), values.data());
+  device.default_stream().synchronize();
+  return values;
+}
+
+TEST_F(DispatchTest, AddMatchesAPlainLoop) {
+  const size_t n = 1031;
+  std::vector<float> x = random_floats(n, 1), y = random_floats(n, 2);
+  Tensor a = upload(device(), x, {1031});
+  Tensor b = upload(device(), y, {1031});
+  Tensor out = Tensor::empty(device(), {1031}, dtype::f32);
+  dispatch(device().default_stream(), OpId("add"), {&a, &b}, {&out});
+  std::vector<float> result = download(device(), out);
+  for (size_t i = 0; i < n; ++i) ASSERT_EQ(result[i], x[i] + y[i]) << "element " << i;
+}
+
+TEST_F(DispatchTest, MulAndReluChainOnOneStream) {
+  const size_t n = 257;
+  std::vector<float> x = random_floats(n, 3), y = random_floats(n, 4);
+  Tensor a = upload(device(), x, {257});
+  Tensor b = upload(device(), y, {257});
+  Tensor product = Tensor::empty(device(), {257}, dtype::f32);
+  Tensor out = Tensor::empty(device(), {257}, dtype::f32);
+  Stream& stream = device().default_stream();
+  dispatch(stream, OpId("mul"), {&a, &b}, {&product});
+  dispatch(stream, OpId("relu"), {&product}, {&out});
+  std::vector<float> result = download(device(), out);
+  for (size_t i = 0; i < n; ++i) {
+    float expected = x[i] * y[i];
+    ASSERT_EQ(result[i], expected > 0 ? expected : 0.0f) << "element " << i;
+  }
+}
+
+TEST_F(DispatchTest, IntegerAddUsesTheI32Kernel) {
+  std::vector<int32_t> x = {1, -2, 300000, 7}, y = {10, 20, -300000, 2147483640};
+  Tensor a = Tensor::empty(device(), {4}, dtype::i32);
+  Tensor b = Tensor::empty(device(), {4}, dtype::i32);
+  Tensor out = Tensor::empty(device(), {4}, dtype::i32);
+  Stream& stream = device().default_stream();
+  a.copy_from_host(stream, x.data());
+  b.copy_from_host(stream, y.data());
+  dispatch(stream, OpId("add"), {&a, &b}, {&out});
+  std::vector<int32_t> result(4);
+  out.copy_to_host(stream, result.data());
+  stream.synchronize();
+  EXPECT_EQ(result, (std::vector<int32_t>{11, 18, 0, 2147483647}));
+}
+
+TEST_F(DispatchTest, MissingKernelNamesOperatorDtypesDeviceAndWhatExists) {
+  Tensor a = Tensor::empty(device(), {4}, dtype::f64);
+  Tensor out = Tensor::empty(device(), {4}, dtype::f64);
+  std::string message = error_of(OAR_STATUS_UNIMPLEMENTED, [&] {
+    dispatch(device().default_stream(), OpId("add"), {&a, &a}, {&out});
+  });
+  for (const char* part : {"add", "(f64, f64) -> (f64)", "cpu:0", "(f32, f32) -> (f32)"}) {
+    EXPECT_NE(message.find(part), std::string::npos) << "missing '" << part << "' in " << message;
+  }
+}
+
+TEST_F(DispatchTest, UnknownOperatorSaysNoKernelExists) {
+  Tensor a = Tensor::empty(device(), {4}, dtype::f32);
+  std::string message = error_of(OAR_STATUS_UNIMPLEMENTED, [&] {
+    dispatch(device().default_stream(), OpId("no_such_op"), {&a}, {&a});
+  });
+  EXPECT_NE(message.find("registers no kernel"), std::string::npos) << message;
+}
+
+TEST_F(DispatchTest, ShapeMismatchIsRefusedByTheKernel) {
+  Tensor a = Tensor::empty(device(), {4}, dtype::f32);
+  Tensor b = Tensor::empty(device(), {5}, dtype::f32);
+  Tensor out = Tensor::empty(device(), {4}, dtype::f32);
+  error_of(OAR_STATUS_INVALID_ARGUMENT, [&] {
+    dispatch(device().default_stream(), OpId("add"), {&a, &b}, {&out});
+  });
+}
+
+TEST_F(DispatchTest, NonContiguousInputIsRefusedByAContiguousKernel) {
+  Tensor a = Tensor::empty(device(), {3, 4}, dtype::f32);
+  Tensor t = a.transpose(0, 1);
+  Tensor out = Tensor::empty(device(), {4, 3}, dtype::f32);
+  ASSERT_FALSE(t.is_contiguous());
+  std::string message = error_of(OAR_STATUS_INVALID_ARGUMENT, [&] {
+    dispatch(device().default_stream(), OpId("relu"), {&t}, {&out});
+  });
+  EXPECT_NE(message.find("not contiguous"), std::string::npos) << message;
+}
+
+TEST_F(DispatchTest, TensorOfAnotherDeviceIsRefused) {
+  Tensor a = Tensor::empty(device(), {4}, dtype::f32);
+  DLTensor input = a.dl();
+  input.device.device_id = 5;
+  DLTensor output = a.dl();
+  std::string message = error_of(OAR_STATUS_INVALID_ARGUMENT, [&] {
+    dispatch(device().default_stream(), OpId("relu"), &input, 1, &output, 1);
+  });
+  EXPECT_NE(message.find("not on cpu:0"), std::string::npos) << message;
+}
+
+TEST_F(DispatchTest, NullStridesMeanRowMajor) {
+  std::vector<float> x = random_floats(6, 5);
+  Tensor a = upload(device(), x, {2, 3});
+  Tensor out = Tensor::empty(device(), {2, 3}, dtype::f32);
+  DLTensor input = a.dl();
+  DLTensor output = out.dl();
+  input.strides = nullptr;
+  output.strides = nullptr;
+  dispatch(device().default_stream(), OpId("relu"), &input, 1, &output, 1);
+  std::vector<float> result = download(device(), out);
+  for (size_t i = 0; i < 6; ++i) EXPECT_EQ(result[i], std::max(x[i], 0.0f));
+}
+
+TEST_F(DispatchTest, WrongArityFindsNoKernel) {
+  Tensor a = Tensor::empty(device(), {4}, dtype::f32);
+  error_of(OAR_STATUS_UNIMPLEMENTED,
+           [&] { dispatch(device().default_stream(), OpId("add"), {&a}, {&a}); });
+}
+
+}  // namespace
+}  // namespace oar::testing
