@@ -5,6 +5,7 @@
 
 #include "core/loader/environment.h"
 #include "core/loader/plugin.h"
+#include "core/trace/tracer.h"
 
 namespace oar::detail {
 namespace {
@@ -43,9 +44,16 @@ void log(void* context, int32_t level, const char* message) {
   log_line(level, plugin->name(), message != nullptr ? message : "");
 }
 
-void trace(void*, const oar_trace_record_t*) {
-  // Tracing to Chrome-trace JSON is not part of ABI 1.0's core yet; the ABI
-  // allows the service to be a no-op while tracing is off.
+void trace(void* context, const oar_trace_record_t* record) {
+  Tracer& tracer = Tracer::instance();
+  if (!tracer.enabled() || record == nullptr ||
+      record->struct_size < OAR_TRACE_RECORD_STRUCT_SIZE) {
+    return;
+  }
+  const auto* plugin = static_cast<const Plugin*>(context);
+  tracer.add(record->name != nullptr ? record->name : "?",
+             record->category != nullptr ? record->category : "plugin", plugin->name(),
+             reinterpret_cast<uintptr_t>(record->stream), record->start_ns, record->end_ns);
 }
 
 }  // namespace

@@ -14,11 +14,16 @@ Status open_failure(const std::string& path, const char* loader_message) {
   std::string text = loader_message != nullptr ? loader_message : "unknown dlopen failure";
   auto has = [&](const char* needle) { return text.find(needle) != std::string::npos; };
   if (has("No such file")) {
-    return Status(OAR_STATUS_NOT_FOUND, "library file missing: " + text);
+    // The plugin's own file exists (the loader checks first): a library it
+    // links against is what the system loader cannot find.
+    return Status(
+        OAR_STATUS_NOT_FOUND,
+        "a library it depends on is missing (install it or fix the plugin's rpath): " + text);
   }
   if (has("undefined symbol")) {
-    size_t at = text.find("undefined symbol: ");
-    std::string symbol = text.substr(at + std::strlen("undefined symbol: "));
+    const char* marker = "undefined symbol: ";
+    size_t at = text.find(marker);
+    std::string symbol = at == std::string::npos ? "?" : text.substr(at + std::strlen(marker));
     symbol = symbol.substr(0, symbol.find_first_of(" \t("));
     return Status(OAR_STATUS_FAILED_PRECONDITION,
                   "undefined symbol '" + symbol + "' (link the plugin with everything it uses; " +

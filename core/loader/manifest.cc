@@ -52,15 +52,11 @@ Result<std::string> string_field(const json& object, const char* key, const std:
 
 Result<Manifest> parse_manifest(const std::string& text, const std::string& path) {
   if (text.find_first_not_of(" \t\r\n") == std::string::npos) return bad(path, "the file is empty");
-  json document = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (document.is_discarded()) {
-    // Parse again with exceptions only to get the position of the error.
-    try {
-      (void)json::parse(text);
-    } catch (const json::parse_error& e) {
-      return bad(path, std::string("not valid JSON (") + e.what() + ")");
-    }
-    return bad(path, "not valid JSON");
+  json document;
+  try {
+    document = json::parse(text);
+  } catch (const json::parse_error& e) {
+    return bad(path, std::string("not valid JSON (") + e.what() + ")");
   }
   if (!document.is_object()) return bad(path, "the top level must be an object");
 

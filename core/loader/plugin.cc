@@ -42,10 +42,19 @@ const std::vector<std::pair<const char*, size_t>>& required_slots() {
   return slots;
 }
 
-std::unique_ptr<Plugin> Plugin::load(const std::string& library_path, PluginRecord* record,
-                                     const std::function<bool(const std::string&)>& name_taken) {
+std::unique_ptr<Plugin> Plugin::load(
+    const std::string& library_path, PluginRecord* record,
+    const std::function<std::string(const std::string&)>& loaded_from) {
   record->library_path = library_path;
-  if (record->name.empty()) record->name = std::filesystem::path(library_path).stem().string();
+  if (record->name.empty()) {
+    // Until the table names it, a library is known by its file name.
+    std::string stem = std::filesystem::path(library_path).stem().string();
+    const std::string prefix = "liboar_plugin_";
+    if (stem.compare(0, prefix.size(), prefix) == 0 && stem.size() > prefix.size()) {
+      stem = stem.substr(prefix.size());
+    }
+    record->name = stem;
+  }
 
   std::error_code ignored;
   if (!std::filesystem::exists(library_path, ignored)) {
@@ -116,16 +125,17 @@ std::unique_ptr<Plugin> Plugin::load(const std::string& library_path, PluginReco
     return nullptr;
   }
   plugin->name_ = plugin->api_.name;
+  plugin->library_path_ = library_path;
   if (!record->manifest_path.empty() && record->name != plugin->name_) {
     skip(record, OAR_STATUS_FAILED_PRECONDITION,
          "the manifest names plugin '" + record->name + "' but the library calls itself '" +
              plugin->name_ + "' (make them agree)");
     return nullptr;
   }
-  if (name_taken(plugin->name_)) {
+  if (std::string other = loaded_from(plugin->name_); !other.empty()) {
     skip(record, OAR_STATUS_ALREADY_EXISTS,
-         "a plugin named '" + plugin->name_ +
-             "' is already loaded; this copy is ignored (remove one of them from the search)");
+         "a plugin named '" + plugin->name_ + "' is already loaded from " + other +
+             "; this copy (" + library_path + ") is ignored (remove one of them from the search)");
     return nullptr;
   }
   record->name = plugin->name_;

@@ -20,10 +20,12 @@ class Plugin {
   // Opens |library_path| and runs every check in order: entry symbol, table
   // header, ABI major, table size, required slots, name, initialize, kernels.
   // Fills |record| with the outcome; returns nullptr when skipped. A plugin
-  // whose name |name_taken| already is, is skipped before initialize: two
-  // copies of one library share its static state.
-  static std::unique_ptr<Plugin> load(const std::string& library_path, PluginRecord* record,
-                                      const std::function<bool(const std::string&)>& name_taken);
+  // whose name is already loaded (|loaded_from| gives that copy's library, or
+  // "" if none) is skipped before initialize: two copies of one library share
+  // its static state.
+  static std::unique_ptr<Plugin> load(
+      const std::string& library_path, PluginRecord* record,
+      const std::function<std::string(const std::string&)>& loaded_from);
 
   // Finalizes the plugin and unloads its library.
   ~Plugin();
@@ -32,6 +34,7 @@ class Plugin {
 
   const oar_plugin_api_t& api() const { return api_; }
   const std::string& name() const { return name_; }
+  const std::string& library_path() const { return library_path_; }
   KernelRegistry& kernels() { return kernels_; }
   const KernelRegistry& kernels() const { return kernels_; }
 
@@ -50,6 +53,7 @@ class Plugin {
   oar_plugin_api_t api_{};
   oar_host_services_t host_{};
   std::string name_;
+  std::string library_path_;
   bool initialized_ = false;
   KernelRegistry kernels_;
 };

@@ -3,6 +3,7 @@
 
 #include "core/loader/plugin.h"
 #include "core/ops/kernel_registry.h"
+#include "core/trace/tracer.h"
 #include "oar/device.hpp"
 #include "oar/dispatch.hpp"
 #include "oar/error.hpp"
@@ -104,6 +105,9 @@ void dispatch(Stream& stream, const OpId& op, const DLTensor* inputs, size_t num
   Device& device = stream.device();
   detail::Plugin& plugin = device.plugin();
   const uint32_t op_value = op.value();
+  const bool tracing = detail::Tracer::instance().enabled();
+  detail::TraceScope trace(tracing ? detail::op_name(op_value).c_str() : "", "op", device.name(),
+                           stream.handle(), tracing);
 
   detail::SignatureKey key(op_value);
   key.add_count(uint32_t(num_inputs), uint32_t(num_outputs));

@@ -6,6 +6,7 @@
 #include "core/loader/environment.h"
 #include "core/loader/host_services.h"
 #include "core/loader/plugin.h"
+#include "core/trace/tracer.h"
 #include "oar/error.hpp"
 
 namespace oar {
@@ -237,6 +238,7 @@ MemoryInfo Device::memory_info() {
 }
 
 void Device::synchronize() {
+  detail::TraceScope trace("device_synchronize", "sync", name_, this);
   plugin_->check(api_->device_synchronize(handle()), "device_synchronize");
 }
 

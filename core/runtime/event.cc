@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "core/loader/plugin.h"
+#include "core/trace/tracer.h"
 #include "oar/device.hpp"
 #include "oar/error.hpp"
 #include "oar/stream.hpp"
@@ -55,6 +56,7 @@ bool Event::query() {
 }
 
 void Event::synchronize() {
+  detail::TraceScope trace("event_synchronize", "sync", device_->name(), handle_);
   device_->plugin().check(device_->api().event_synchronize(handle_), "event_synchronize");
 }
 

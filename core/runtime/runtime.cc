@@ -6,6 +6,7 @@
 #include "core/loader/environment.h"
 #include "core/loader/host_services.h"
 #include "core/loader/plugin.h"
+#include "core/trace/tracer.h"
 
 namespace oar {
 namespace {
@@ -31,6 +32,10 @@ Runtime::Runtime(RuntimeOptions options) {
   std::string filter = options.device_filter;
   if (options.use_environment) {
     if (auto env = loader::get_environment("OAR_DEVICES")) filter = *env;
+    if (auto trace = loader::get_environment("OAR_TRACE")) {
+      detail::Tracer::instance().start(*trace);
+      tracing_ = true;
+    }
   }
   for (loader::Candidate& candidate : loader::discover(options)) {
     PluginRecord record;
@@ -43,22 +48,23 @@ Runtime::Runtime(RuntimeOptions options) {
       records_.push_back(std::move(record));
       continue;
     }
-    auto duplicate = std::find_if(plugins_.begin(), plugins_.end(), [&](const auto& p) {
-      return !record.name.empty() && p->name() == record.name;
-    });
-    if (duplicate != plugins_.end()) {
+    auto loaded_from = [&](const std::string& name) -> std::string {
+      for (const auto& p : plugins_) {
+        if (p->name() == name) return p->library_path();
+      }
+      return {};
+    };
+    if (std::string other = loaded_from(record.name); !other.empty()) {
       record.code = OAR_STATUS_ALREADY_EXISTS;
-      record.reason = "a plugin named '" + record.name +
-                      "' is already loaded; this copy is ignored (remove one of the manifests)";
+      record.reason = "a plugin named '" + record.name + "' is already loaded from " + other +
+                      "; this copy (" +
+                      (record.manifest_path.empty() ? record.library_path : record.manifest_path) +
+                      ") is ignored (remove one of them from the search)";
       records_.push_back(std::move(record));
       continue;
     }
-    auto name_taken = [&](const std::string& name) {
-      return std::any_of(plugins_.begin(), plugins_.end(),
-                         [&](const auto& p) { return p->name() == name; });
-    };
     std::unique_ptr<detail::Plugin> plugin =
-        detail::Plugin::load(candidate.library_path, &record, name_taken);
+        detail::Plugin::load(candidate.library_path, &record, loaded_from);
     if (plugin != nullptr) {
       for (int32_t i = 0; i < record.device_count; ++i) {
         oar_device_properties_t properties{};
@@ -98,6 +104,7 @@ Runtime::~Runtime() {
   owned_devices_.clear();
   devices_.clear();
   while (!plugins_.empty()) plugins_.pop_back();
+  if (tracing_) detail::Tracer::instance().stop();
 }
 
 Device* Runtime::find_device(std::string_view name) const {

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/loader/plugin.h"
+#include "core/trace/tracer.h"
 #include "oar/buffer.hpp"
 #include "oar/device.hpp"
 #include "oar/error.hpp"
@@ -76,6 +77,7 @@ void Stream::release() noexcept {
 }
 
 void Stream::synchronize() {
+  detail::TraceScope trace("stream_synchronize", "sync", device_->name(), handle_);
   device_->plugin().check(device_->api().stream_synchronize(handle_), "stream_synchronize");
 }
 
@@ -111,6 +113,7 @@ void Stream::add_callback(std::function<void(oar_status_t)> callback) {
 
 void Stream::copy_from_host(const Buffer& dst, uint64_t dst_offset, const void* src,
                             uint64_t size) {
+  detail::TraceScope trace("copy_h2d", "copy", device_->name(), handle_);
   check_range(dst, dst_offset, size, "copy_from_host");
   check_same_device(*this, dst, "copy_from_host");
   device_->plugin().check(
@@ -119,6 +122,7 @@ void Stream::copy_from_host(const Buffer& dst, uint64_t dst_offset, const void* 
 }
 
 void Stream::copy_to_host(void* dst, const Buffer& src, uint64_t src_offset, uint64_t size) {
+  detail::TraceScope trace("copy_d2h", "copy", device_->name(), handle_);
   check_range(src, src_offset, size, "copy_to_host");
   check_same_device(*this, src, "copy_to_host");
   device_->plugin().check(
@@ -128,6 +132,7 @@ void Stream::copy_to_host(void* dst, const Buffer& src, uint64_t src_offset, uin
 
 void Stream::copy(const Buffer& dst, uint64_t dst_offset, const Buffer& src, uint64_t src_offset,
                   uint64_t size) {
+  detail::TraceScope trace("copy_d2d", "copy", device_->name(), handle_);
   check_range(dst, dst_offset, size, "copy");
   check_range(src, src_offset, size, "copy");
   check_same_device(*this, dst, "copy");
@@ -152,6 +157,7 @@ void Stream::copy(const Buffer& dst, uint64_t dst_offset, const Buffer& src, uin
 }
 
 void Stream::fill(const Buffer& dst, uint64_t offset, uint8_t value, uint64_t size) {
+  detail::TraceScope trace("fill", "copy", device_->name(), handle_);
   check_range(dst, offset, size, "fill");
   check_same_device(*this, dst, "fill");
   device_->plugin().check(

@@ -79,6 +79,7 @@ class Runtime {
   std::vector<std::unique_ptr<detail::Plugin>> plugins_;
   std::vector<std::unique_ptr<Device>> owned_devices_;
   std::vector<Device*> devices_;
+  bool tracing_ = false;  // this runtime started the OAR_TRACE writer
 };
 
 }  // namespace oar

@@ -177,20 +177,19 @@ oar_status_t call(Method method, Args... args) noexcept {
 }  // namespace detail
 
 // Every slot a plugin class may fill, besides initialize and finalize.
-#define OAR_SDK_SLOTS(X)                                                                          \
-  X(register_kernels)                                                                             \
-  X(device_count)                                                                                 \
-  X(device_properties) X(device_open) X(device_close) X(device_synchronize) X(device_memory_info) \
-      X(stream_create) X(stream_destroy) X(stream_synchronize) X(stream_query)                    \
-          X(stream_wait_event) X(stream_add_host_callback) X(event_create) X(event_destroy)       \
-              X(event_record) X(event_query) X(event_synchronize) X(event_elapsed_ms)             \
-                  X(memory_allocate) X(memory_free) X(memory_host_address) X(memory_copy_h2d)     \
-                      X(memory_copy_d2h) X(memory_copy_d2d) X(memory_copy_peer) X(memory_fill)    \
-                          X(comm_unique_id_size) X(comm_get_unique_id) X(comm_create)             \
-                              X(comm_destroy) X(comm_abort) X(comm_all_reduce) X(comm_broadcast)  \
-                                  X(comm_reduce) X(comm_all_gather) X(comm_reduce_scatter)        \
-                                      X(comm_all_to_all) X(comm_send) X(comm_recv)                \
-                                          X(comm_group_begin) X(comm_group_end)
+// clang-format off
+#define OAR_SDK_SLOTS(X) \
+  X(register_kernels) X(device_count) X(device_properties) X(device_open) X(device_close)        \
+  X(device_synchronize) X(device_memory_info) X(stream_create) X(stream_destroy)                 \
+  X(stream_synchronize) X(stream_query) X(stream_wait_event) X(stream_add_host_callback)         \
+  X(event_create) X(event_destroy) X(event_record) X(event_query) X(event_synchronize)           \
+  X(event_elapsed_ms) X(memory_allocate) X(memory_free) X(memory_host_address)                   \
+  X(memory_copy_h2d) X(memory_copy_d2h) X(memory_copy_d2d) X(memory_copy_peer)                   \
+  X(memory_fill) X(comm_unique_id_size) X(comm_get_unique_id) X(comm_create)                     \
+  X(comm_destroy) X(comm_abort) X(comm_all_reduce) X(comm_broadcast) X(comm_reduce)              \
+  X(comm_all_gather) X(comm_reduce_scatter) X(comm_all_to_all) X(comm_send) X(comm_recv)         \
+  X(comm_group_begin) X(comm_group_end)
+// clang-format on
 
 namespace detail {
 #define OAR_SDK_DETECT(slot)              \
@@ -203,13 +202,14 @@ OAR_SDK_SLOTS(OAR_SDK_DETECT)
 }  // namespace detail
 
 // The slots the core refuses to load a plugin without (docs/abi.md).
-#define OAR_SDK_REQUIRED_SLOTS(X)                                                                  \
-  X(device_count)                                                                                  \
-  X(device_properties) X(device_open) X(device_close) X(device_synchronize) X(stream_create)       \
-      X(stream_destroy) X(stream_synchronize) X(stream_query) X(stream_wait_event) X(event_create) \
-          X(event_destroy) X(event_record) X(event_query) X(event_synchronize) X(memory_allocate)  \
-              X(memory_free) X(memory_copy_h2d) X(memory_copy_d2h) X(memory_copy_d2d)              \
-                  X(memory_fill)
+// clang-format off
+#define OAR_SDK_REQUIRED_SLOTS(X) \
+  X(device_count) X(device_properties) X(device_open) X(device_close) X(device_synchronize)      \
+  X(stream_create) X(stream_destroy) X(stream_synchronize) X(stream_query)                       \
+  X(stream_wait_event) X(event_create) X(event_destroy) X(event_record) X(event_query)           \
+  X(event_synchronize) X(memory_allocate) X(memory_free) X(memory_copy_h2d)                      \
+  X(memory_copy_d2h) X(memory_copy_d2d) X(memory_fill)
+// clang-format on
 
 // Builds the plugin's C table from |Impl| (see the file comment). A missing
 // required member fails to compile here rather than to load later.

@@ -1,0 +1,55 @@
+# cmake -DNM=nm -DPLUGIN_DIR=<prefix>/lib/oar/plugins -P check_plugin_exports.cmake
+# Every plugin in PLUGIN_DIR exports oar_plugin_query and no other symbol, so
+# that two plugins built from different copies of a library never bind to each
+# other's code. Fails naming each extra symbol, and when no plugin is found.
+foreach(var NM PLUGIN_DIR)
+  if(NOT DEFINED ${var} OR "${${var}}" STREQUAL "")
+    message(FATAL_ERROR "check_plugin_exports.cmake: -D${var}=... is required")
+  endif()
+endforeach()
+
+file(GLOB plugins "${PLUGIN_DIR}/liboar_plugin_*.so")
+list(SORT plugins)
+if(NOT plugins)
+  message(FATAL_ERROR "no liboar_plugin_*.so in ${PLUGIN_DIR}: build the plugins first")
+endif()
+
+set(failed "")
+foreach(plugin IN LISTS plugins)
+  get_filename_component(file "${plugin}" NAME)
+  execute_process(COMMAND "${NM}" -D --defined-only "${plugin}"
+                  RESULT_VARIABLE result OUTPUT_VARIABLE output ERROR_VARIABLE error)
+  if(NOT result EQUAL 0)
+    message("${file}: ${NM} failed: ${error}")
+    list(APPEND failed "${file}")
+    continue()
+  endif()
+  string(REPLACE "\n" ";" lines "${output}")
+  set(has_entry FALSE)
+  foreach(line IN LISTS lines)
+    # "<address> <type> <name>"; a name may carry a version ("name@@V1").
+    if(NOT line MATCHES "^[0-9a-fA-F]* *[A-Za-z] ([^ @]+)")
+      continue()
+    endif()
+    set(symbol "${CMAKE_MATCH_1}")
+    if(symbol STREQUAL "oar_plugin_query")
+      set(has_entry TRUE)
+    else()
+      message("${file} exports ${symbol}: a plugin exports only oar_plugin_query "
+              "(build it with oar_add_plugin, which hides everything else)")
+      list(APPEND failed "${file}")
+    endif()
+  endforeach()
+  if(NOT has_entry)
+    message("${file} does not export oar_plugin_query")
+    list(APPEND failed "${file}")
+  endif()
+endforeach()
+
+list(REMOVE_DUPLICATES failed)
+if(failed)
+  list(JOIN failed ", " failed_text)
+  message(FATAL_ERROR "plugins with wrong exports: ${failed_text}")
+endif()
+list(LENGTH plugins count)
+message(STATUS "${count} plugins export only oar_plugin_query")
