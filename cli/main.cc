@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 
@@ -36,14 +37,17 @@ void print_list(const oar::Runtime& runtime) {
   size_t loaded = 0;
   for (const auto& record : runtime.plugins()) loaded += record.state == oar::PluginState::kLoaded;
   fmt::print("Plugins: {} found, {} loaded\n", runtime.plugins().size(), loaded);
+  size_t width = 12;
+  for (const auto& r : runtime.plugins()) width = std::max(width, r.name.size());
   for (const auto& r : runtime.plugins()) {
     if (r.state == oar::PluginState::kLoaded) {
-      fmt::print("  {:<12} loaded   v{} ({}), ABI {}.{}, {} device(s), {} kernel(s)\n", r.name,
-                 r.version, r.vendor, r.abi_major, r.abi_minor, r.device_count, r.kernel_count);
-      fmt::print("  {:<12}          {}\n", "", r.library_path);
+      fmt::print("  {:<{}} loaded   v{} ({}), ABI {}.{}, {} device(s), {} kernel(s)\n", r.name,
+                 width, r.version, r.vendor, r.abi_major, r.abi_minor, r.device_count,
+                 r.kernel_count);
+      fmt::print("  {:<{}}          {}\n", "", width, r.library_path);
     } else {
-      fmt::print("  {:<12} skipped  {}: {}\n", r.name, oar::status_name(r.code), r.reason);
-      fmt::print("  {:<12}          {}\n", "",
+      fmt::print("  {:<{}} skipped  {}: {}\n", r.name, width, oar::status_name(r.code), r.reason);
+      fmt::print("  {:<{}}          {}\n", "", width,
                  r.manifest_path.empty() ? r.library_path : r.manifest_path);
     }
   }

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/util/status.h"
+#include "oar/memory_stats.hpp"
 
 namespace oar::alloc {
 
@@ -60,20 +61,8 @@ struct AllocatorConfig {
   static Result<AllocatorConfig> parse(std::string_view text);
 };
 
-struct AllocatorStats {
-  size_t allocated_bytes = 0;       // sum of size() of the blocks now allocated
-  size_t reserved_bytes = 0;        // sum of the sizes of the segments held from the backend
-  size_t peak_allocated_bytes = 0;  // since construction or reset_peak_stats()
-  size_t peak_reserved_bytes = 0;
-  uint64_t allocation_count = 0;     // allocate calls that succeeded
-  uint64_t free_count = 0;           // free calls with a non-null block
-  uint64_t segment_count = 0;        // segments now held from the backend
-  uint64_t backend_allocations = 0;  // successful backend allocate calls, ever
-  uint64_t cache_hits = 0;           // allocate calls served without a backend allocate
-  uint64_t oom_count = 0;            // allocate calls that failed with RESOURCE_EXHAUSTED
-  size_t largest_free_block = 0;     // largest cached block, free now (not waiting on events)
-  uint64_t active_blocks = 0;        // blocks now allocated
-};
+// The statistics are the public oar::MemoryStats (Device::memory_stats).
+using AllocatorStats = ::oar::MemoryStats;
 
 namespace detail {
 class AllocatorImpl;

@@ -197,23 +197,7 @@ void Device::record_block_stream(void* block, Stream& stream) {
 }
 
 MemoryStats Device::memory_stats() const {
-  MemoryStats stats;
-  if (memory_ != nullptr) {
-    alloc::AllocatorStats s = memory_->allocator.stats();
-    stats.allocated_bytes = s.allocated_bytes;
-    stats.reserved_bytes = s.reserved_bytes;
-    stats.peak_allocated_bytes = s.peak_allocated_bytes;
-    stats.peak_reserved_bytes = s.peak_reserved_bytes;
-    stats.allocation_count = s.allocation_count;
-    stats.free_count = s.free_count;
-    stats.segment_count = s.segment_count;
-    stats.backend_allocations = s.backend_allocations;
-    stats.cache_hits = s.cache_hits;
-    stats.oom_count = s.oom_count;
-    stats.largest_free_block = s.largest_free_block;
-    stats.active_blocks = s.active_blocks;
-  }
-  return stats;
+  return memory_ != nullptr ? memory_->allocator.stats() : MemoryStats();
 }
 
 void Device::reset_peak_memory_stats() {

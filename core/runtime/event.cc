@@ -10,35 +10,9 @@
 
 namespace oar {
 
-Event::Event(Device* device, oar_event_t handle) : device_(device), handle_(handle) {
-  track(device_);
-}
-
-Event::~Event() { release(); }
-
-Event::Event(Event&& other) noexcept
-    : device_(std::exchange(other.device_, nullptr)),
-      handle_(std::exchange(other.handle_, nullptr)) {
-  if (device_ != nullptr) retrack(device_, &other);
-}
-
-Event& Event::operator=(Event&& other) noexcept {
-  if (this != &other) {
-    release();
-    device_ = std::exchange(other.device_, nullptr);
-    handle_ = std::exchange(other.handle_, nullptr);
-    if (device_ != nullptr) retrack(device_, &other);
-  }
-  return *this;
-}
-
-void Event::release() noexcept {
-  if (device_ == nullptr) return;
-  untrack(device_);
-  oar_status_t code = device_->api().event_destroy(handle_);
-  if (code != OAR_STATUS_OK) (void)device_->plugin().status(code, "event_destroy");
-  device_ = nullptr;
-  handle_ = nullptr;
+void Event::destroy(Device& device, oar_event_t handle) noexcept {
+  oar_status_t code = device.api().event_destroy(handle);
+  if (code != OAR_STATUS_OK) (void)device.plugin().status(code, "event_destroy");
 }
 
 void Event::record(Stream& stream) {

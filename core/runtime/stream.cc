@@ -45,35 +45,9 @@ void run_callback(void* user_data, oar_status_t status) {
 
 }  // namespace
 
-Stream::Stream(Device* device, oar_stream_t handle) : device_(device), handle_(handle) {
-  track(device_);
-}
-
-Stream::~Stream() { release(); }
-
-Stream::Stream(Stream&& other) noexcept
-    : device_(std::exchange(other.device_, nullptr)),
-      handle_(std::exchange(other.handle_, nullptr)) {
-  if (device_ != nullptr) retrack(device_, &other);
-}
-
-Stream& Stream::operator=(Stream&& other) noexcept {
-  if (this != &other) {
-    release();
-    device_ = std::exchange(other.device_, nullptr);
-    handle_ = std::exchange(other.handle_, nullptr);
-    if (device_ != nullptr) retrack(device_, &other);
-  }
-  return *this;
-}
-
-void Stream::release() noexcept {
-  if (device_ == nullptr) return;
-  untrack(device_);
-  oar_status_t code = device_->api().stream_destroy(handle_);
-  if (code != OAR_STATUS_OK) (void)device_->plugin().status(code, "stream_destroy");
-  device_ = nullptr;
-  handle_ = nullptr;
+void Stream::destroy(Device& device, oar_stream_t handle) noexcept {
+  oar_status_t code = device.api().stream_destroy(handle);
+  if (code != OAR_STATUS_OK) (void)device.plugin().status(code, "stream_destroy");
 }
 
 void Stream::synchronize() {

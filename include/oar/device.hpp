@@ -12,6 +12,7 @@
 #include "oar/buffer.hpp"
 #include "oar/device.h"
 #include "oar/event.hpp"
+#include "oar/memory_stats.hpp"
 #include "oar/plugin.h"
 #include "oar/stream.hpp"
 
@@ -25,22 +26,6 @@ struct DeviceMemory;
 struct MemoryInfo {
   uint64_t free = 0;
   uint64_t total = 0;
-};
-
-// What the caching allocator holds and has done, in bytes and counts.
-struct MemoryStats {
-  uint64_t allocated_bytes = 0;  // in live buffers (rounded to size classes)
-  uint64_t reserved_bytes = 0;   // obtained from the plugin
-  uint64_t peak_allocated_bytes = 0;
-  uint64_t peak_reserved_bytes = 0;
-  uint64_t allocation_count = 0;  // successful allocations
-  uint64_t free_count = 0;
-  uint64_t segment_count = 0;        // plugin allocations held now
-  uint64_t backend_allocations = 0;  // plugin allocations made, all time
-  uint64_t cache_hits = 0;           // allocations served without the plugin
-  uint64_t oom_count = 0;            // out-of-memory events, after retry
-  uint64_t largest_free_block = 0;
-  uint64_t active_blocks = 0;
 };
 
 class Device {

@@ -12,18 +12,12 @@ namespace oar {
 class Device;
 class Stream;
 
-class Event : private detail::Tracked {
+class Event : public detail::DeviceHandle<Event, oar_event_t> {
  public:
   Event() = default;
-  ~Event();
-  Event(Event&& other) noexcept;
-  Event& operator=(Event&& other) noexcept;
-  Event(const Event&) = delete;
-  Event& operator=(const Event&) = delete;
-
-  bool valid() const { return handle_ != nullptr; }
-  oar_event_t handle() const { return handle_; }
-  Device& device() const { return *device_; }
+  ~Event() { release(); }
+  Event(Event&&) noexcept = default;
+  Event& operator=(Event&&) noexcept = default;
 
   void record(Stream& stream);
   // True when complete (an event never recorded is complete).
@@ -34,12 +28,10 @@ class Event : private detail::Tracked {
 
  private:
   friend class Device;
-  Event(Device* device, oar_event_t handle);
-  void release() noexcept override;
+  friend class detail::DeviceHandle<Event, oar_event_t>;
+  Event(Device* device, oar_event_t handle) : DeviceHandle(device, handle) {}
+  static void destroy(Device& device, oar_event_t handle) noexcept;
   const char* what() const noexcept override { return "event"; }
-
-  Device* device_ = nullptr;
-  oar_event_t handle_ = nullptr;
 };
 
 }  // namespace oar

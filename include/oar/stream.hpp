@@ -17,18 +17,12 @@ class Buffer;
 class Device;
 class Event;
 
-class Stream : private detail::Tracked {
+class Stream : public detail::DeviceHandle<Stream, oar_stream_t> {
  public:
   Stream() = default;
-  ~Stream();
-  Stream(Stream&& other) noexcept;
-  Stream& operator=(Stream&& other) noexcept;
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
-
-  bool valid() const { return handle_ != nullptr; }
-  Device& device() const { return *device_; }
-  oar_stream_t handle() const { return handle_; }
+  ~Stream() { release(); }
+  Stream(Stream&&) noexcept = default;
+  Stream& operator=(Stream&&) noexcept = default;
 
   // Blocks until all work submitted so far is done; throws the stream's error.
   void synchronize();
@@ -52,12 +46,10 @@ class Stream : private detail::Tracked {
 
  private:
   friend class Device;
-  Stream(Device* device, oar_stream_t handle);
-  void release() noexcept override;
+  friend class detail::DeviceHandle<Stream, oar_stream_t>;
+  Stream(Device* device, oar_stream_t handle) : DeviceHandle(device, handle) {}
+  static void destroy(Device& device, oar_stream_t handle) noexcept;
   const char* what() const noexcept override { return "stream"; }
-
-  Device* device_ = nullptr;
-  oar_stream_t handle_ = nullptr;
 };
 
 }  // namespace oar

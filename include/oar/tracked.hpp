@@ -31,5 +31,47 @@ class Tracked {
   Tracked* next_ = nullptr;
 };
 
+// A tracked owner of one plugin handle of a device (a stream, an event):
+// moves keep the tracking, release() untracks and calls Derived::destroy.
+template <typename Derived, typename Handle>
+class DeviceHandle : protected Tracked {
+ public:
+  bool valid() const { return handle_ != nullptr; }
+  Handle handle() const { return handle_; }
+  Device& device() const { return *device_; }
+
+ protected:
+  DeviceHandle() = default;
+  DeviceHandle(Device* device, Handle handle) : device_(device), handle_(handle) { track(device_); }
+  ~DeviceHandle() = default;  // Derived's destructor calls release()
+  DeviceHandle(DeviceHandle&& other) noexcept : device_(other.device_), handle_(other.handle_) {
+    other.device_ = nullptr;
+    other.handle_ = nullptr;
+    if (device_ != nullptr) retrack(device_, &other);
+  }
+  DeviceHandle& operator=(DeviceHandle&& other) noexcept {
+    if (this != &other) {
+      release();
+      device_ = other.device_;
+      handle_ = other.handle_;
+      other.device_ = nullptr;
+      other.handle_ = nullptr;
+      if (device_ != nullptr) retrack(device_, &other);
+    }
+    return *this;
+  }
+
+  void release() noexcept override {
+    if (device_ == nullptr) return;
+    untrack(device_);
+    static_cast<Derived*>(this)->destroy(*device_, handle_);
+    device_ = nullptr;
+    handle_ = nullptr;
+  }
+
+  Device* device_ = nullptr;
+  Handle handle_ = nullptr;
+};
+
 }  // namespace detail
 }  // namespace oar
