@@ -10,13 +10,6 @@ namespace {
 
 using AllocatorTest = CpuTest;
 
-std::promise<void> block(Stream& stream) {
-  std::promise<void> gate;
-  auto released = std::make_shared<std::shared_future<void>>(gate.get_future().share());
-  stream.add_callback([released](oar_status_t) { released->wait(); });
-  return gate;
-}
-
 TEST_F(AllocatorTest, FreedBufferIsReusedWithoutAskingThePlugin) {
   oar_memory_t memory;
   uint64_t offset;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <future>
 #include <memory>
 #include <numeric>
 #include <vector>
@@ -12,6 +13,15 @@
 #include "oar/oar.hpp"
 
 namespace oar::testing {
+
+// Blocks |stream|'s work until the returned promise is set, so that tests can
+// hold work back and observe what happens meanwhile.
+inline std::promise<void> block(Stream& stream) {
+  std::promise<void> gate;
+  auto released = std::make_shared<std::shared_future<void>>(gate.get_future().share());
+  stream.add_callback([released](oar_status_t) { released->wait(); });
+  return gate;
+}
 
 inline RuntimeOptions cpu_only() {
   RuntimeOptions options;

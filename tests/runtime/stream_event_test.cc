@@ -12,15 +12,6 @@ namespace {
 using namespace std::chrono_literals;
 using StreamEventTest = CpuTest;
 
-// Blocks a stream's worker until the returned promise is set, so tests can
-// hold work back and observe what happens meanwhile.
-std::promise<void> block(Stream& stream) {
-  std::promise<void> gate;
-  auto released = std::make_shared<std::shared_future<void>>(gate.get_future().share());
-  stream.add_callback([released](oar_status_t) { released->wait(); });
-  return gate;
-}
-
 TEST_F(StreamEventTest, WorkOnOneStreamRunsInSubmissionOrder) {
   Stream stream = device().create_stream();
   Buffer a = device().allocate(1024, &stream);
