@@ -5,6 +5,7 @@
 
 #include "bench/bench_util.h"
 #include "core/loader/plugin.h"
+#include "oar/ops.hpp"
 
 namespace oar::bench {
 namespace {
@@ -74,6 +75,22 @@ void BM_DispatchEmptyKernelRawDLTensor(benchmark::State& state) {
   for (auto _ : state) dispatch(stream, op, inputs, 2, &output, 1);
 }
 BENCHMARK(BM_DispatchEmptyKernelRawDLTensor);
+
+// What the dispatcher adds for an operator of the set: checking dtypes,
+// attributes and output shapes against the schema (here: add with broadcast).
+void BM_SchemaCheckAdd(benchmark::State& state) {
+  Device& device = cpu();
+  Tensor a = Tensor::empty(device, {64, 16}, dtype::f32);
+  Tensor b = Tensor::empty(device, {16}, dtype::f32);
+  DLTensor tensors[3] = {a.dl(), b.dl(), a.dl()};
+  const ops::OpSchema& schema = *ops::find_schema("add");
+  for (auto _ : state) {
+    ops::check_dtypes(schema, tensors, 2, tensors + 2, 1);
+    auto shapes = ops::infer_shapes(schema, tensors, 2, nullptr, 0);
+    benchmark::DoNotOptimize(shapes);
+  }
+}
+BENCHMARK(BM_SchemaCheckAdd);
 
 }  // namespace
 }  // namespace oar::bench

@@ -10,6 +10,8 @@ packages=(
   libboost-dev nlohmann-json3-dev libcli11-dev libfmt-dev libdlpack-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
+  # the cpu plugin: BLAS for matmul and conv2d
+  libopenblas-dev
 )
 
 sudo=""

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The main job: builds OAR and lists every plugin it finds and every device
-# they serve (certification of each plugin joins here with oar-conform).
+# The main job: builds OAR, lists every plugin and device it finds, and
+# certifies every plugin that has a device here with oar-conform. Reports go
+# to build/conformance/<plugin>/ (report.html, report.json, junit.xml).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build build -j "$(nproc)"
 ./build/bin/oar list
+cmake -DOAR_BIN=build/bin -DREPORT_ROOT=build/conformance -P scripts/certify_all.cmake

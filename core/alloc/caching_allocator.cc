@@ -244,12 +244,15 @@ class AllocatorImpl {
       release_segment(block->segment_);
       return;
     }
+    // A block whose stream is gone may go to any stream.
+    const uintptr_t own_key = block->orphaned_ ? kAnyStream : key_of_stream(block->stream_);
+    block->orphaned_ = false;
     if (block->stream_uses_.empty()) {
-      make_free(block, key_of_stream(block->stream_));
+      make_free(block, own_key);
       return;
     }
     block->state_ = Block::State::kPending;
-    block->key_after_pending_ = key_of_stream(block->stream_);
+    block->key_after_pending_ = own_key;
     block->pending_events_ = 0;
     for (void* stream : block->stream_uses_) {
       void* event = nullptr;
@@ -268,6 +271,31 @@ class AllocatorImpl {
     if (stream == block->stream_) return;
     auto& uses = block->stream_uses_;
     if (std::find(uses.begin(), uses.end(), stream) == uses.end()) uses.push_back(stream);
+  }
+
+  // |stream| is gone and its work done (stream_destroy drains it): what was
+  // kept for it becomes reusable by any stream, and no event is ever recorded
+  // on it again.
+  void forget_stream(void* stream) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const uintptr_t key = key_of_stream(stream);
+    for (Segment& segment : segments_) {
+      for (Block* block = segment.first; block != nullptr; block = block->next_) {
+        auto& uses = block->stream_uses_;
+        uses.erase(std::remove(uses.begin(), uses.end(), stream), uses.end());
+        if (block->key_after_pending_ == key) block->key_after_pending_ = kAnyStream;
+        if (block->state_ == Block::State::kAllocated && block->stream_ == stream) {
+          block->orphaned_ = true;
+        }
+        if (block->state_ == Block::State::kFree && block->free_key_ == key) {
+          // Re-keyed in place, without merging, so that the walk stays valid.
+          FreeSet& pool = block->small_ ? small_free_ : large_free_;
+          pool.erase(pool.iterator_to(*block));
+          block->free_key_ = kAnyStream;
+          pool.insert(*block);
+        }
+      }
+    }
   }
 
   Status empty_cache() {
@@ -647,6 +675,8 @@ void CachingAllocator::free(Block* block) { impl_->free(block); }
 void CachingAllocator::record_stream(Block* block, void* stream) {
   impl_->record_stream(block, stream);
 }
+
+void CachingAllocator::forget_stream(void* stream) { impl_->forget_stream(stream); }
 
 Status CachingAllocator::empty_cache() { return impl_->empty_cache(); }
 

@@ -109,6 +109,7 @@ class Block {
   uint32_t pending_events_ = 0;
   State state_ = State::kFree;
   bool small_ = false;
+  bool orphaned_ = false;           // allocated on a stream since destroyed
   std::vector<void*> stream_uses_;  // streams added by record_stream
 };
 
@@ -135,6 +136,11 @@ class CachingAllocator {
   // Marks |block| as used on |stream| too: at free, the block is reused by no one until an
   // event recorded on each such stream is done.
   void record_stream(Block* block, void* stream);
+  // Tells the allocator that |stream| was destroyed after its work completed:
+  // blocks kept for it (free, pending, or still allocated and freed later)
+  // become reusable by any stream, and it drops out of record_stream lists, so
+  // no event is ever recorded on a dead stream.
+  void forget_stream(void* stream);
   // Waits for pending events, then releases every fully free segment to the backend.
   // Errors: the first event error; blocks waiting on that event stay cached.
   Status empty_cache();

@@ -395,6 +395,46 @@ TEST(CachingAllocatorTest, CrossStreamReuseWaitsForEvent) {
   allocator.free(c);
 }
 
+TEST(CachingAllocatorTest, FreeBlockOfAForgottenStreamServesAnyStreamWithoutEvents) {
+  FakeBackend backend;
+  CachingAllocator allocator(backend);
+  Block* a = must_allocate(allocator, 4 * kMiB, kS1);
+  void* a_memory = a->memory();
+  allocator.free(a);
+  allocator.forget_stream(kS1);  // kS1 was drained and destroyed
+  Block* b = must_allocate(allocator, 4 * kMiB, kS2);
+  EXPECT_EQ(b->memory(), a_memory);
+  EXPECT_EQ(backend.record_calls(), 0) << "an event was recorded on a destroyed stream";
+  EXPECT_EQ(backend.allocate_calls(), 1);
+  allocator.free(b);
+}
+
+TEST(CachingAllocatorTest, BlockAllocatedOnAForgottenStreamIsFreedForAnyStream) {
+  FakeBackend backend;
+  CachingAllocator allocator(backend);
+  Block* a = must_allocate(allocator, 4 * kMiB, kS1);
+  void* a_memory = a->memory();
+  allocator.forget_stream(kS1);
+  allocator.free(a);  // freed after its stream died
+  Block* b = must_allocate(allocator, 4 * kMiB, kS2);
+  EXPECT_EQ(b->memory(), a_memory);
+  EXPECT_EQ(backend.record_calls(), 0) << "an event was recorded on a destroyed stream";
+  allocator.free(b);
+}
+
+TEST(CachingAllocatorTest, ForgottenStreamLeavesRecordStreamLists) {
+  FakeBackend backend;
+  CachingAllocator allocator(backend);
+  Block* a = must_allocate(allocator, 4 * kMiB, kS1);
+  allocator.record_stream(a, kS2);
+  allocator.forget_stream(kS2);
+  allocator.free(a);
+  EXPECT_EQ(backend.record_calls(), 0) << "an event was recorded on a destroyed stream";
+  Block* b = must_allocate(allocator, 4 * kMiB, kS1);
+  EXPECT_EQ(backend.allocate_calls(), 1);
+  allocator.free(b);
+}
+
 TEST(CachingAllocatorTest, OutOfMemorySynchronizesPendingEventsBeforeFailing) {
   FakeBackend backend(4 * kMiB);
   CachingAllocator allocator(backend);

@@ -8,6 +8,7 @@
 #include "oar/device.hpp"
 #include "oar/dispatch.hpp"
 #include "oar/error.hpp"
+#include "oar/ops.hpp"
 #include "oar/stream.hpp"
 
 namespace oar {
@@ -68,7 +69,8 @@ bool contiguous(const DLTensor& t) {
 }
 
 // Checks one tensor and gives it strides if the caller left them NULL.
-void prepare(const Device& device, uint32_t op, DLTensor& t, int64_t* strides_storage,
+// Returns false when the kernel needs it contiguous and it is not.
+bool prepare(const Device& device, uint32_t op, DLTensor& t, int64_t* strides_storage,
              bool need_contiguous, const char* role, size_t index) {
   DLDevice expected = device.dlpack_device();
   if (t.device.device_type != expected.device_type || t.device.device_id != expected.device_id) {
@@ -87,19 +89,36 @@ void prepare(const Device& device, uint32_t op, DLTensor& t, int64_t* strides_st
       step *= t.shape[i];
     }
     t.strides = strides_storage;
-    return;
+    return true;
   }
-  if (need_contiguous && !contiguous(t)) {
-    throw Error(OAR_STATUS_INVALID_ARGUMENT,
-                detail::op_name(op) + ": " + role + " " + std::to_string(index) +
-                    " is not contiguous and the kernel takes contiguous tensors only "
-                    "(make a contiguous copy first)");
+  return !need_contiguous || contiguous(t);
+}
+
+// Checks a schema operator's call: dtypes, attributes, output shapes.
+void check_schema(const ops::OpSchema& schema, const DLTensor* tensors, size_t num_inputs,
+                  size_t num_outputs, const oar_attr_t* attrs, size_t num_attrs) {
+  ops::check_dtypes(schema, tensors, num_inputs, tensors + num_inputs, num_outputs);
+  std::vector<std::vector<int64_t>> shapes =
+      ops::infer_shapes(schema, tensors, num_inputs, attrs, num_attrs);
+  for (size_t i = 0; i < shapes.size() && i < num_outputs; ++i) {
+    const DLTensor& out = tensors[num_inputs + i];
+    if (!std::equal(shapes[i].begin(), shapes[i].end(), out.shape, out.shape + out.ndim) ||
+        size_t(out.ndim) != shapes[i].size()) {
+      std::string want, got;
+      for (int64_t d : shapes[i]) want += (want.empty() ? "" : ", ") + std::to_string(d);
+      for (int d = 0; d < out.ndim; ++d)
+        got += (got.empty() ? "" : ", ") + std::to_string(out.shape[d]);
+      throw Error(OAR_STATUS_INVALID_ARGUMENT, std::string(schema.name) + ": output " +
+                                                   std::to_string(i) + " must have shape [" + want +
+                                                   "], not [" + got + "]");
+    }
   }
 }
 
 }  // namespace
 
-OpId::OpId(std::string_view name) : value_(detail::intern_op(name)) {}
+OpId::OpId(std::string_view name)
+    : value_(detail::intern_op(name)), schema_(ops::find_schema(name)) {}
 
 void dispatch(Stream& stream, const OpId& op, const DLTensor* inputs, size_t num_inputs,
               DLTensor* outputs, size_t num_outputs, const oar_attr_t* attrs, size_t num_attrs) {
@@ -116,7 +135,13 @@ void dispatch(Stream& stream, const OpId& op, const DLTensor* inputs, size_t num
   for (size_t i = 0; i < num_outputs; ++i) key.add(outputs[i].dtype);
   const detail::KernelEntry* kernel =
       plugin.kernels().find(key.value(), op_value, inputs, num_inputs, outputs, num_outputs);
-  if (kernel == nullptr) no_kernel(device, op_value, inputs, num_inputs, outputs, num_outputs);
+  if (kernel == nullptr) {
+    // A call the schema refuses gets the schema's reason, not "no kernel".
+    if (op.schema() != nullptr) {
+      ops::check_dtypes(*op.schema(), inputs, num_inputs, outputs, num_outputs);
+    }
+    no_kernel(device, op_value, inputs, num_inputs, outputs, num_outputs);
+  }
 
   // The kernel sees copies, so that filling in missing strides never touches
   // the caller's descriptors.
@@ -142,12 +167,43 @@ void dispatch(Stream& stream, const OpId& op, const DLTensor* inputs, size_t num
     heap_strides.resize(count * max_dims);
   }
   const bool need_contiguous = (kernel->flags & OAR_KERNEL_FLAG_STRIDED_INPUTS) == 0;
+  std::vector<Buffer> staged;  // contiguous copies of strided inputs, freed stream ordered
   for (size_t i = 0; i < count; ++i) {
     bool is_input = i < num_inputs;
     tensors[i] = is_input ? inputs[i] : outputs[i - num_inputs];
     int64_t* storage = fits ? inline_strides[i] : heap_strides.data() + i * max_dims;
-    prepare(device, op_value, tensors[i], storage, need_contiguous, is_input ? "input" : "output",
-            is_input ? i : i - num_inputs);
+    if (prepare(device, op_value, tensors[i], storage, need_contiguous,
+                is_input ? "input" : "output", is_input ? i : i - num_inputs)) {
+      continue;
+    }
+    if (!is_input) {
+      throw Error(OAR_STATUS_INVALID_ARGUMENT,
+                  detail::op_name(op_value) + ": output " + std::to_string(i - num_inputs) +
+                      " is not contiguous and the kernel writes contiguous outputs only");
+    }
+    // The kernel takes contiguous inputs: stage a contiguous copy with the
+    // plugin's own strided "copy" kernel, ordered on this stream.
+    static const OpId copy_op("copy");
+    DLTensor& t = tensors[i];
+    int64_t elements = 1;
+    for (int d = 0; d < t.ndim; ++d) elements *= t.shape[d];
+    staged.push_back(device.allocate(uint64_t(elements) * dtype_size(t.dtype), &stream));
+    DLTensor contiguous_copy = t;
+    contiguous_copy.data = staged.back().memory();
+    contiguous_copy.byte_offset = staged.back().offset();
+    contiguous_copy.strides = nullptr;
+    dispatch(stream, copy_op, &t, 1, &contiguous_copy, 1);
+    int64_t step = 1;
+    for (int d = t.ndim; d-- > 0;) {
+      storage[d] = step;
+      step *= t.shape[d];
+    }
+    t.data = contiguous_copy.data;
+    t.byte_offset = contiguous_copy.byte_offset;
+    t.strides = storage;
+  }
+  if (op.schema() != nullptr) {
+    check_schema(*op.schema(), tensors, num_inputs, num_outputs, attrs, num_attrs);
   }
 
   ScratchContext scratch{&device, &stream, {}};

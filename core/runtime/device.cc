@@ -196,6 +196,10 @@ void Device::record_block_stream(void* block, Stream& stream) {
   }
 }
 
+void Device::forget_stream(oar_stream_t stream) noexcept {
+  if (memory_ != nullptr) memory_->allocator.forget_stream(stream);
+}
+
 MemoryStats Device::memory_stats() const {
   return memory_ != nullptr ? memory_->allocator.stats() : MemoryStats();
 }

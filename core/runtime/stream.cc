@@ -46,6 +46,11 @@ void run_callback(void* user_data, oar_status_t status) {
 }  // namespace
 
 void Stream::destroy(Device& device, oar_stream_t handle) noexcept {
+  // The allocator may hold memory for this stream; once the stream's work is
+  // done that memory is anyone's, and the handle must never be used again.
+  oar_status_t synced = device.api().stream_synchronize(handle);
+  if (synced != OAR_STATUS_OK) (void)device.plugin().status(synced, "stream_synchronize");
+  device.forget_stream(handle);
   oar_status_t code = device.api().stream_destroy(handle);
   if (code != OAR_STATUS_OK) (void)device.plugin().status(code, "stream_destroy");
 }

@@ -49,6 +49,22 @@ void delete_export(DLManagedTensor* self) {
 
 }  // namespace
 
+Tensor::Tensor(const Tensor& other)
+    : buffer_(other.buffer_), shape_(other.shape_), strides_(other.strides_), dl_(other.dl_) {
+  if (buffer_ != nullptr) refresh();
+}
+
+Tensor& Tensor::operator=(const Tensor& other) {
+  if (this != &other) {
+    buffer_ = other.buffer_;
+    shape_ = other.shape_;
+    strides_ = other.strides_;
+    dl_ = other.dl_;
+    if (buffer_ != nullptr) refresh();
+  }
+  return *this;
+}
+
 Tensor Tensor::empty(Device& device, std::vector<int64_t> shape, DLDataType dtype, Stream* stream) {
   int64_t count = 1;
   for (int64_t d : shape) {

@@ -86,6 +86,8 @@ class Device {
   void retrack(detail::Tracked* object, detail::Tracked* previous);
   void free_block(void* block) noexcept;
   void record_block_stream(void* block, Stream& stream);
+  // Called as a stream dies, after its work is done and before its handle is.
+  void forget_stream(oar_stream_t stream) noexcept;
 
  private:
   oar_device_t open();

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <string_view>
+#include <vector>
 
 #include "oar/kernel.h"
 #include "oar/tensor.hpp"
@@ -16,13 +17,21 @@ namespace oar {
 class Stream;
 
 // An interned operator name; make one once and reuse it on hot paths.
+namespace ops {
+struct OpSchema;
+}
+
 class OpId {
  public:
   explicit OpId(std::string_view name);
   uint32_t value() const { return value_; }
+  // The operator's schema, or nullptr for an operator outside the set (a
+  // framework's own custom operator, checked by its kernel alone).
+  const ops::OpSchema* schema() const { return schema_; }
 
  private:
   uint32_t value_;
+  const ops::OpSchema* schema_;
 };
 
 // One typed attribute. Strings and arrays are borrowed for the call.
@@ -32,6 +41,15 @@ struct Attr {
   Attr(const char* name, double v) : attr{name, OAR_ATTR_TYPE_FLOAT, {}} { attr.value.f = v; }
   Attr(const char* name, bool v) : attr{name, OAR_ATTR_TYPE_BOOL, {}} { attr.value.b = v; }
   Attr(const char* name, const char* v) : attr{name, OAR_ATTR_TYPE_STRING, {}} { attr.value.s = v; }
+  // Arrays are borrowed: keep the vector alive until dispatch returns.
+  Attr(const char* name, const std::vector<int64_t>& v) : attr{name, OAR_ATTR_TYPE_INT_ARRAY, {}} {
+    attr.value.ints.data = v.data();
+    attr.value.ints.count = v.size();
+  }
+  Attr(const char* name, const std::vector<double>& v) : attr{name, OAR_ATTR_TYPE_FLOAT_ARRAY, {}} {
+    attr.value.floats.data = v.data();
+    attr.value.floats.count = v.size();
+  }
   oar_attr_t attr;
 };
 

@@ -47,7 +47,8 @@ typedef void (*oar_host_callback_fn)(void* user_data, oar_status_t status);
 typedef oar_status_t (*oar_stream_create_fn)(oar_device_t device, const oar_stream_desc_t* desc,
                                              oar_stream_t* out_stream);
 
-/* Waits for the stream's pending work, then destroys it.
+/* Waits for the stream's pending work, then destroys it. Events recorded on
+ * it stay valid (and complete) until they are destroyed themselves.
  *
  * Ownership: releases |stream|.
  * Threading: no other call may use |stream| concurrently.

@@ -21,6 +21,12 @@ class Stream;
 class Tensor {
  public:
   Tensor() = default;
+  // Copies share the buffer; the descriptor is re-pointed at the copy's own
+  // shape and strides.
+  Tensor(const Tensor& other);
+  Tensor& operator=(const Tensor& other);
+  Tensor(Tensor&& other) noexcept = default;  // vectors keep their storage
+  Tensor& operator=(Tensor&& other) noexcept = default;
 
   // A new contiguous tensor from |device|'s caching allocator, ordered on
   // |stream| (the default stream when null). Contents are undefined.

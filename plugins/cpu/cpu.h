@@ -78,7 +78,6 @@ inline char* address(oar_memory_t memory, uint64_t offset) {
 }
 
 // Adds the cpu kernels to |registrar|; kernels check ranges against |table|.
-void register_cpu_kernels(const oar_kernel_registrar_t* registrar, AllocationTable* table);
 
 class CpuPlugin {
  public:
@@ -93,7 +92,7 @@ class CpuPlugin {
   void device_synchronize(oar_device_t device);
   void device_memory_info(oar_device_t device, uint64_t* out_free, uint64_t* out_total);
 
-  // kernels.cc
+  // kernels/registry.cc
   void register_kernels(const oar_kernel_registrar_t* registrar);
 
   // stream.cc

@@ -1,4 +1,7 @@
 // The cpu plugin's entry point and its one device: the host.
+#include <cblas.h>
+#include <dlfcn.h>
+#include <omp.h>
 #include <sys/sysinfo.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -82,7 +85,24 @@ void require_index(int32_t index) {
 
 }  // namespace
 
-CpuPlugin::CpuPlugin() : properties_(host_properties()) {}
+namespace {
+
+// OpenMP and OpenBLAS keep pools of idle threads inside their own libraries.
+// If unloading this plugin unloaded them too, those threads would run unmapped
+// code: keep both libraries loaded for the life of the process.
+void pin_library_of(const void* symbol) {
+  Dl_info info{};
+  if (dladdr(symbol, &info) != 0 && info.dli_fname != nullptr) {
+    dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+  }
+}
+
+}  // namespace
+
+CpuPlugin::CpuPlugin() : properties_(host_properties()) {
+  pin_library_of(reinterpret_cast<const void*>(&omp_get_max_threads));
+  pin_library_of(reinterpret_cast<const void*>(&cblas_sgemm));
+}
 
 CpuPlugin::~CpuPlugin() {
   // The core closes devices before finalize; a host that forgot must still not

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <random>
 
+#include "core/loader/plugin.h"
 #include "cpu_fixture.h"
 
 namespace oar::testing {
@@ -74,15 +75,52 @@ TEST_F(DispatchTest, IntegerAddUsesTheI32Kernel) {
   EXPECT_EQ(result, (std::vector<int32_t>{11, 18, 0, 2147483647}));
 }
 
+oar_status_t custom_kernel(const oar_kernel_call_t*) { return OAR_STATUS_OK; }
+
 TEST_F(DispatchTest, MissingKernelNamesOperatorDtypesDeviceAndWhatExists) {
-  Tensor a = Tensor::empty(device(), {4}, dtype::f64);
-  Tensor out = Tensor::empty(device(), {4}, dtype::f64);
+  // A framework's own operator, outside the schema, registered for f32 only.
+  const DLDataType f32_only[] = {dtype::f32, dtype::f32};
+  oar_kernel_def_t def{};
+  def.struct_size = OAR_KERNEL_DEF_STRUCT_SIZE;
+  def.op_name = "test.custom";
+  def.dtypes = f32_only;
+  def.num_inputs = 1;
+  def.num_outputs = 1;
+  def.fn = &custom_kernel;
+  ASSERT_TRUE(device().plugin().kernels().add(def).ok());
+  Tensor a = Tensor::empty(device(), {4}, dtype::i64);
   std::string message = error_of(OAR_STATUS_UNIMPLEMENTED, [&] {
-    dispatch(device().default_stream(), OpId("add"), {&a, &a}, {&out});
+    dispatch(device().default_stream(), OpId("test.custom"), {&a}, {&a});
   });
-  for (const char* part : {"add", "(f64, f64) -> (f64)", "cpu:0", "(f32, f32) -> (f32)"}) {
+  for (const char* part : {"test.custom", "(i64) -> (i64)", "cpu:0", "(f32) -> (f32)"}) {
     EXPECT_NE(message.find(part), std::string::npos) << "missing '" << part << "' in " << message;
   }
+}
+
+TEST_F(DispatchTest, SchemaRefusesMixedDtypesWithItsReason) {
+  Tensor a = Tensor::empty(device(), {4}, dtype::f32);
+  Tensor b = Tensor::empty(device(), {4}, dtype::i32);
+  std::string message = error_of(OAR_STATUS_INVALID_ARGUMENT, [&] {
+    dispatch(device().default_stream(), OpId("add"), {&a, &b}, {&a});
+  });
+  EXPECT_NE(message.find("add: every tensor must be f32"), std::string::npos) << message;
+}
+
+TEST_F(DispatchTest, SchemaRefusesAWrongOutputShape) {
+  Tensor a = Tensor::empty(device(), {2, 3}, dtype::f32);
+  Tensor out = Tensor::empty(device(), {3, 2}, dtype::f32);
+  std::string message = error_of(OAR_STATUS_INVALID_ARGUMENT, [&] {
+    dispatch(device().default_stream(), OpId("relu"), {&a}, {&out});
+  });
+  EXPECT_NE(message.find("must have shape [2, 3]"), std::string::npos) << message;
+}
+
+TEST_F(DispatchTest, SchemaRefusesAnUnknownAttribute) {
+  Tensor a = Tensor::empty(device(), {2, 3}, dtype::f32);
+  std::string message = error_of(OAR_STATUS_INVALID_ARGUMENT, [&] {
+    dispatch(device().default_stream(), OpId("softmax"), {&a}, {&a}, {Attr("dim", 1)});
+  });
+  EXPECT_NE(message.find("unknown attribute dim (valid: axis)"), std::string::npos) << message;
 }
 
 TEST_F(DispatchTest, UnknownOperatorSaysNoKernelExists) {
@@ -93,7 +131,7 @@ TEST_F(DispatchTest, UnknownOperatorSaysNoKernelExists) {
   EXPECT_NE(message.find("registers no kernel"), std::string::npos) << message;
 }
 
-TEST_F(DispatchTest, ShapeMismatchIsRefusedByTheKernel) {
+TEST_F(DispatchTest, ShapesThatDoNotBroadcastAreRefused) {
   Tensor a = Tensor::empty(device(), {4}, dtype::f32);
   Tensor b = Tensor::empty(device(), {5}, dtype::f32);
   Tensor out = Tensor::empty(device(), {4}, dtype::f32);
@@ -102,13 +140,26 @@ TEST_F(DispatchTest, ShapeMismatchIsRefusedByTheKernel) {
   });
 }
 
-TEST_F(DispatchTest, NonContiguousInputIsRefusedByAContiguousKernel) {
-  Tensor a = Tensor::empty(device(), {3, 4}, dtype::f32);
-  Tensor t = a.transpose(0, 1);
+TEST_F(DispatchTest, NonContiguousInputIsMadeContiguousForTheKernel) {
+  std::vector<float> x = random_floats(12, 9);
+  Tensor a = upload(device(), x, {3, 4});
+  Tensor t = a.transpose(0, 1);  // [4, 3], strides [1, 4]
   Tensor out = Tensor::empty(device(), {4, 3}, dtype::f32);
   ASSERT_FALSE(t.is_contiguous());
+  dispatch(device().default_stream(), OpId("relu"), {&t}, {&out});
+  std::vector<float> result = download(device(), out);
+  for (int i = 0; i < 4; ++i) {
+    for (int j = 0; j < 3; ++j) {
+      EXPECT_EQ(result[size_t(i * 3 + j)], std::max(x[size_t(j * 4 + i)], 0.0f)) << i << "," << j;
+    }
+  }
+}
+
+TEST_F(DispatchTest, NonContiguousOutputIsRefused) {
+  Tensor a = Tensor::empty(device(), {4, 3}, dtype::f32);
+  Tensor out = Tensor::empty(device(), {3, 4}, dtype::f32).transpose(0, 1);
   std::string message = error_of(OAR_STATUS_INVALID_ARGUMENT, [&] {
-    dispatch(device().default_stream(), OpId("relu"), {&t}, {&out});
+    dispatch(device().default_stream(), OpId("relu"), {&a}, {&out});
   });
   EXPECT_NE(message.find("not contiguous"), std::string::npos) << message;
 }
@@ -137,10 +188,12 @@ TEST_F(DispatchTest, NullStridesMeanRowMajor) {
   for (size_t i = 0; i < 6; ++i) EXPECT_EQ(result[i], std::max(x[i], 0.0f));
 }
 
-TEST_F(DispatchTest, WrongArityFindsNoKernel) {
+TEST_F(DispatchTest, WrongArityIsRefusedByTheSchema) {
   Tensor a = Tensor::empty(device(), {4}, dtype::f32);
-  error_of(OAR_STATUS_UNIMPLEMENTED,
-           [&] { dispatch(device().default_stream(), OpId("add"), {&a}, {&a}); });
+  std::string message = error_of(OAR_STATUS_INVALID_ARGUMENT, [&] {
+    dispatch(device().default_stream(), OpId("add"), {&a}, {&a});
+  });
+  EXPECT_NE(message.find("takes 2 inputs, got 1"), std::string::npos) << message;
 }
 
 }  // namespace

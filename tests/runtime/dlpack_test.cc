@@ -73,6 +73,17 @@ TEST_F(DlpackTest, ImportedHostArrayRunsThroughAKernelAndIsReleasedOnce) {
   EXPECT_EQ(deleted, 1);
 }
 
+TEST_F(DlpackTest, ACopiedTensorDescribesItsOwnShape) {
+  Tensor copy;
+  {
+    Tensor original = Tensor::empty(device(), {2, 5}, dtype::f32);
+    copy = original;
+  }  // the original's shape storage is gone
+  ASSERT_EQ(copy.dl().shape, copy.shape().data());
+  ASSERT_EQ(copy.dl().strides, copy.strides().data());
+  EXPECT_EQ(copy.dl().shape[1], 5);
+}
+
 TEST_F(DlpackTest, RoundTripSharesTheMemory) {
   Tensor t = Tensor::empty(device(), {8}, dtype::f32);
   Tensor back = Tensor::from_dlpack(*runtime_, t.to_dlpack());

@@ -129,12 +129,19 @@ class KernelRegistrar {
             std::string("too many tensors for kernel ") + op);
     for (DLDataType t : input_dtypes) dtypes[n++] = t;
     for (DLDataType t : output_dtypes) dtypes[n++] = t;
+    add_signature(op, dtypes, input_dtypes.size(), output_dtypes.size(), fn, flags, user_data);
+  }
+
+  // The same with the dtypes as an array: |num_inputs| then |num_outputs|.
+  void add_signature(const char* op, const DLDataType* dtypes, size_t num_inputs,
+                     size_t num_outputs, oar_kernel_fn fn, uint32_t flags = 0,
+                     void* user_data = nullptr) const {
     oar_kernel_def_t def{};
     def.struct_size = OAR_KERNEL_DEF_STRUCT_SIZE;
     def.op_name = op;
     def.dtypes = dtypes;
-    def.num_inputs = input_dtypes.size();
-    def.num_outputs = output_dtypes.size();
+    def.num_inputs = num_inputs;
+    def.num_outputs = num_outputs;
     def.flags = flags;
     def.fn = fn;
     def.user_data = user_data;

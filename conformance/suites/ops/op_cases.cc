@@ -1,0 +1,727 @@
+#include "conformance/suites/ops/op_cases.h"
+
+#include <cstdint>
+#include <limits>
+#include <string>
+
+namespace oar::conformance {
+namespace {
+
+using Shape = std::vector<int64_t>;
+
+constexpr int64_t kLargeElements = int64_t(1) << 20;  // "large" elementwise cases
+const Shape kLarge1d = {kLargeElements};
+const Shape kLargeRows = {1024, 1024};
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+const double kInf = std::numeric_limits<double>::infinity();
+
+bool in_set(const std::string& name, std::initializer_list<const char*> names) {
+  for (const char* n : names) {
+    if (name == n) return true;
+  }
+  return false;
+}
+
+InputSpec spec(Shape shape, DLDataType dtype, Domain domain, bool transposed = false) {
+  InputSpec s;
+  s.shape = std::move(shape);
+  s.dtype = dtype;
+  s.domain = domain;
+  s.transposed = transposed;
+  return s;
+}
+
+InputSpec explicit_values(Shape shape, DLDataType dtype, std::vector<double> values) {
+  InputSpec s = spec(std::move(shape), dtype, {});
+  s.values = std::move(values);
+  return s;
+}
+
+OpCase make_case(std::string name, std::vector<InputSpec> inputs,
+                 std::vector<AttrValue> attrs = {}) {
+  OpCase c;
+  c.name = std::move(name);
+  c.inputs = std::move(inputs);
+  c.attrs = std::move(attrs);
+  return c;
+}
+
+// The safe input domain of |op|'s data inputs.
+Domain domain_for(const std::string& op, DLDataType dtype) {
+  if (!is_float(dtype)) {
+    if (op == "prod") return away_from_zero(1, 1);  // +-1: no overflow, any length
+    if (in_set(op, {"sum", "mean"})) return integers(-100, 100);
+    return integers(-1000, 1000);
+  }
+  if (in_set(op, {"log", "sqrt", "rsqrt"})) return uniform(0.05, 8);
+  if (op == "reciprocal") return away_from_zero(0.25, 4);
+  if (in_set(op, {"exp", "sin", "cos", "tanh", "sigmoid", "gelu", "silu", "erf"})) {
+    return uniform(-4, 4);
+  }
+  if (in_set(op, {"sum", "mean"})) return uniform(-2, 2);
+  // Factors near 1: products of a thousand stay far from overflow in f16.
+  if (op == "prod") return away_from_zero(0.9, 1.1);
+  return uniform(-8, 8);
+}
+
+// --- Elementwise --------------------------------------------------------------
+
+struct UnaryShape {
+  const char* name;
+  Shape shape;
+  bool transposed;
+};
+const UnaryShape kUnaryShapes[] = {
+    {"scalar", {}, false},
+    {"empty", {0, 5}, false},
+    {"odd_7", {7}, false},
+    {"prime_13x31", {13, 31}, false},
+    {"rank4_2x3x5x7", {2, 3, 5, 7}, false},
+    {"noncontiguous", {13, 31}, true},
+    {"large_1M", kLarge1d, false},
+};
+
+std::vector<OpCase> unary_cases(const std::string& op, DLDataType dt) {
+  std::vector<OpCase> cases;
+  Domain d = domain_for(op, dt);
+  for (const UnaryShape& s : kUnaryShapes) {
+    cases.push_back(make_case(s.name, {spec(s.shape, dt, d, s.transposed)}));
+  }
+  if (op == "gelu") {
+    cases.push_back(
+        make_case("erf_form_explicit", {spec({13, 31}, dt, d)}, {attr("approximate", "none")}));
+    cases.push_back(
+        make_case("tanh_form_prime_13x31", {spec({13, 31}, dt, d)}, {attr("approximate", "tanh")}));
+    cases.push_back(make_case("tanh_form_noncontiguous", {spec({13, 31}, dt, d, true)},
+                              {attr("approximate", "tanh")}));
+    cases.push_back(
+        make_case("tanh_form_large_1M", {spec(kLarge1d, dt, d)}, {attr("approximate", "tanh")}));
+  }
+  if (op == "exp" && is_float(dt)) {
+    cases.push_back(make_case("special_values_nan_inf_overflow",
+                              {explicit_values({6}, dt, {kNaN, kInf, -kInf, 100.0, -200.0, 0.0})}));
+  }
+  if (op == "log" && is_float(dt)) {
+    cases.push_back(make_case("special_values_zero_negative_inf_nan",
+                              {explicit_values({5}, dt, {0.0, -1.0, kInf, kNaN, 1.0})}));
+  }
+  return cases;
+}
+
+struct BinaryShape {
+  const char* name;
+  Shape a;
+  bool a_transposed;
+  Shape b;
+  bool b_transposed;
+};
+const BinaryShape kBinaryShapes[] = {
+    {"scalar", {}, false, {}, false},
+    {"scalar_with_tensor", {}, false, {13, 31}, false},
+    {"empty", {0, 5}, false, {0, 5}, false},
+    {"empty_broadcast", {0, 5}, false, {5}, false},
+    {"odd_7", {7}, false, {7}, false},
+    {"prime_13x31", {13, 31}, false, {13, 31}, false},
+    {"broadcast_row", {13, 31}, false, {31}, false},
+    {"broadcast_column", {13, 1}, false, {13, 31}, false},
+    {"broadcast_both_7x1x5_1x13x5", {7, 1, 5}, false, {1, 13, 5}, false},
+    {"noncontiguous_a", {13, 31}, true, {13, 31}, false},
+    {"noncontiguous_both_broadcast", {13, 31}, true, {1, 31}, true},
+    {"large_1M", kLarge1d, false, kLarge1d, false},
+};
+
+// Domains of (a, b) for a binary or compare operator.
+std::pair<Domain, Domain> binary_domains(const std::string& op, DLDataType dt,
+                                         const std::string& category) {
+  if (category == "compare") return {integers(-2, 2), integers(-2, 2)};  // ties
+  if (op == "div") return {uniform(-4, 4), away_from_zero(0.5, 4)};
+  if (op == "pow") return {uniform(0.25, 3), uniform(-2, 2)};
+  Domain d = domain_for(op, dt);
+  return {d, d};
+}
+
+std::vector<OpCase> binary_cases(const std::string& op, DLDataType dt,
+                                 const std::string& category) {
+  std::vector<OpCase> cases;
+  auto [da, db] = binary_domains(op, dt, category);
+  for (const BinaryShape& s : kBinaryShapes) {
+    cases.push_back(
+        make_case(s.name, {spec(s.a, dt, da, s.a_transposed), spec(s.b, dt, db, s.b_transposed)}));
+  }
+  if (in_set(op, {"maximum", "minimum"}) && is_float(dt)) {
+    cases.push_back(
+        make_case("nan_inf_propagation",
+                  {explicit_values({8}, dt, {kNaN, 1.0, kNaN, -kInf, kInf, 2.0, -3.0, kInf}),
+                   explicit_values({8}, dt, {1.0, kNaN, kNaN, 5.0, -kInf, -kInf, kInf, kNaN})}));
+  }
+  if (in_set(op, {"add", "mul"}) && dt == dtype::i32) {
+    // Two's complement wrap-around, as docs/ops.md states for integers.
+    cases.push_back(make_case(
+        "overflow_wraps",
+        {explicit_values(
+             {7}, dt,
+             {2147483647.0, 2147483600.0, -2147483648.0, 1000000.0, 65536.0, 46341.0, -7.0}),
+         explicit_values({7}, dt, {1.0, 100.0, -1.0, 1000000.0, 65536.0, 46341.0, 3.0})}));
+  }
+  if (category == "compare" && is_float(dt)) {
+    cases.push_back(make_case("nan_inf_operands",
+                              {explicit_values({6}, dt, {kNaN, kNaN, 1.0, kInf, -kInf, kInf}),
+                               explicit_values({6}, dt, {kNaN, 1.0, kNaN, kInf, kInf, 1.0})}));
+  }
+  return cases;
+}
+
+struct WhereShape {
+  const char* name;
+  Shape condition, a, b;
+  bool transposed;
+};
+const WhereShape kWhereShapes[] = {
+    {"scalar", {}, {}, {}, false},
+    {"empty", {0, 5}, {0, 5}, {0, 5}, false},
+    {"prime_13x31", {13, 31}, {13, 31}, {13, 31}, false},
+    {"broadcast_all_three", {13, 1}, {13, 31}, {31}, false},
+    {"scalar_branches", {13, 31}, {}, {}, false},
+    {"noncontiguous", {13, 31}, {13, 31}, {13, 31}, true},
+    {"large_1M", kLarge1d, kLarge1d, kLarge1d, false},
+};
+
+std::vector<OpCase> where_cases(DLDataType dt) {
+  std::vector<OpCase> cases;
+  Domain d = domain_for("where", dt);
+  for (const WhereShape& s : kWhereShapes) {
+    cases.push_back(make_case(s.name, {spec(s.condition, dtype::boolean, d, s.transposed),
+                                       spec(s.a, dt, d, s.transposed), spec(s.b, dt, d)}));
+  }
+  return cases;
+}
+
+// --- Reductions ---------------------------------------------------------------
+
+struct ReductionShape {
+  const char* name;
+  Shape shape;
+  bool transposed;
+  std::vector<int64_t> axes;  // empty: every axis
+  bool keepdim;
+};
+const ReductionShape kReductionShapes[] = {
+    {"scalar_all_axes", {}, false, {}, false},
+    {"all_axes_13x31", {13, 31}, false, {}, false},
+    {"all_axes_keepdim", {13, 31}, false, {}, true},
+    {"axis0_13x31", {13, 31}, false, {0}, false},
+    {"last_axis_keepdim_7x13x5", {7, 13, 5}, false, {-1}, true},
+    {"axes_0_2_7x13x5", {7, 13, 5}, false, {0, 2}, false},
+    {"axes_0_2_keepdim", {7, 13, 5}, false, {0, 2}, true},
+    {"empty_output", {0, 5}, false, {1}, false},
+    {"prime_257", {257}, false, {0}, false},
+    {"noncontiguous_axis0", {13, 31}, true, {0}, false},
+    {"large_rows_1024x1024", kLargeRows, false, {-1}, false},
+};
+
+int64_t reduced_count(const Shape& shape, const std::vector<int64_t>& axes) {
+  int64_t n = 1;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    bool reduced = axes.empty();
+    for (int64_t a : axes) reduced |= (a < 0 ? a + int64_t(shape.size()) : a) == int64_t(d);
+    if (reduced) n *= shape[d];
+  }
+  return n;
+}
+
+std::vector<OpCase> reduction_cases(const std::string& op, DLDataType dt) {
+  std::vector<OpCase> cases;
+  Domain d = domain_for(op, dt);
+  for (const ReductionShape& s : kReductionShapes) {
+    OpCase c = make_case(s.name, {spec(s.shape, dt, d, s.transposed)},
+                         {attr("axes", s.axes), attr("keepdim", s.keepdim)});
+    c.k = reduced_count(s.shape, s.axes);
+    cases.push_back(std::move(c));
+  }
+  if (op != "prod") {  // a product of a million factors is not a useful test
+    cases.push_back(
+        make_case("large_all_axes_1M", {spec(kLarge1d, dt, d)}, {attr("axes", Shape{})}));
+  }
+  if (in_set(op, {"sum", "prod"})) {  // the empty sum is 0, the empty product 1
+    cases.push_back(make_case("over_empty_axis", {spec({0, 5}, dt, d)}, {attr("axes", Shape{0})}));
+  }
+  if (in_set(op, {"max", "min"}) && is_float(dt)) {
+    const double n = kNaN, i = kInf;
+    cases.push_back(make_case("nan_inf_propagation",
+                              {explicit_values({4, 5}, dt, {1, 2, 3,  4, 5, 1, n,  3, 9, -9,
+                                                            1, i, -2, 0, 3, n, -i, 1, 2, -3})},
+                              {attr("axes", Shape{1})}));
+  }
+  return cases;
+}
+
+struct ArgShape {
+  const char* name;
+  Shape shape;
+  bool transposed;
+  int64_t axis;
+  bool keepdim;
+};
+const ArgShape kArgShapes[] = {
+    {"scalar", {}, false, 0, false},
+    {"axis0_13x31", {13, 31}, false, 0, false},
+    {"axis1_7x13x5", {7, 13, 5}, false, 1, false},
+    {"last_axis_keepdim", {7, 13, 5}, false, -1, true},
+    {"empty_output", {0, 5}, false, 1, false},
+    {"noncontiguous_axis0", {13, 31}, true, 0, false},
+    {"large_rows_1024x1024", kLargeRows, false, -1, false},
+};
+
+std::vector<OpCase> arg_reduction_cases(const std::string& op, DLDataType dt) {
+  std::vector<OpCase> cases;
+  Domain d = domain_for(op, dt);
+  for (const ArgShape& s : kArgShapes) {
+    cases.push_back(make_case(s.name, {spec(s.shape, dt, d, s.transposed)},
+                              {attr("axis", s.axis), attr("keepdim", s.keepdim)}));
+  }
+  // Few distinct values: the first of equal extremes must win.
+  cases.push_back(make_case("ties_pick_first_13x31", {spec({13, 31}, dt, integers(-3, 3))},
+                            {attr("axis", int64_t(1))}));
+  return cases;
+}
+
+// --- Creation and layout ---------------------------------------------------------
+
+std::vector<OpCase> fill_cases(DLDataType dt) {
+  struct FillCase {
+    const char* name;
+    Shape shape;
+    double value_float, value_int, value_bool;
+  };
+  const FillCase table[] = {
+      {"scalar", {}, 2.5, 7, 1},
+      {"empty", {0, 3}, 2.5, 7, 1},
+      {"negative_7x13", {7, 13}, -3.25, -3, 1},
+      {"zero_257", {257}, 0, 0, 0},
+      {"large_1M", kLarge1d, 1.5, 5, 1},
+  };
+  std::vector<OpCase> cases;
+  for (const FillCase& f : table) {
+    double value = is_float(dt) ? f.value_float : dt == dtype::boolean ? f.value_bool : f.value_int;
+    OpCase c = make_case(f.name, {}, {attr("value", value)});
+    c.out_dtype = dt;
+    c.fill_shape = f.shape;
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
+std::vector<OpCase> copy_cases(DLDataType dt) {
+  Domain d = domain_for("copy", dt);
+  return {
+      make_case("scalar", {spec({}, dt, d)}),
+      make_case("empty", {spec({0, 5}, dt, d)}),
+      make_case("contiguous_13x31", {spec({13, 31}, dt, d)}),
+      make_case("noncontiguous_13x31", {spec({13, 31}, dt, d, true)}),
+      make_case("noncontiguous_rank3_4x7x9", {spec({4, 7, 9}, dt, d, true)}),
+      make_case("noncontiguous_large_1024x1024", {spec(kLargeRows, dt, d, true)}),
+  };
+}
+
+std::vector<OpCase> cast_cases(DLDataType dt, uint32_t claimed) {
+  std::vector<OpCase> cases;
+  for (DLDataType to : ops::dtypes_in(claimed)) {
+    // Exactly representable, in range of every target: the result is defined.
+    Domain d = (to == dtype::boolean || dt == dtype::boolean) ? integers(-2, 2)
+               : is_float(dt)                                 ? uniform(-100, 100)
+                                                              : integers(-100, 100);
+    std::string target = "to_" + dtype_name(to);
+    for (auto [suffix, shape, transposed] :
+         {std::tuple{"_257", Shape{257}, false}, std::tuple{"_noncontiguous", Shape{13, 31}, true},
+          std::tuple{"_scalar", Shape{}, false}, std::tuple{"_empty", Shape{0, 3}, false}}) {
+      OpCase c = make_case(target + suffix, {spec(shape, dt, d, transposed)});
+      c.out_dtype = to;
+      cases.push_back(std::move(c));
+    }
+  }
+  OpCase large = make_case("to_f32_large_1M", {spec(kLarge1d, dt, integers(-100, 100))});
+  large.out_dtype = dtype::f32;
+  cases.push_back(std::move(large));
+  return cases;
+}
+
+std::vector<OpCase> transpose_cases(DLDataType dt) {
+  Domain d = domain_for("transpose", dt);
+  auto c = [&](const char* name, Shape shape, Shape perm, bool transposed = false) {
+    return make_case(name, {spec(std::move(shape), dt, d, transposed)}, {attr("perm", perm)});
+  };
+  return {
+      c("2d_13x31", {13, 31}, {1, 0}),
+      c("rank3_rotate", {4, 7, 9}, {2, 0, 1}),
+      c("rank4_shuffle", {2, 3, 5, 7}, {3, 1, 0, 2}),
+      c("identity", {5, 7}, {0, 1}),
+      c("negative_perm", {4, 7, 9}, {-1, 0, 1}),
+      c("scalar", {}, {}),
+      c("empty", {0, 5}, {1, 0}),
+      c("noncontiguous_input", {13, 31}, {1, 0}, true),
+      c("large_1024x1024", kLargeRows, {1, 0}),
+  };
+}
+
+std::vector<OpCase> concat_cases(DLDataType dt) {
+  Domain d = domain_for("concat", dt);
+  auto in = [&](Shape shape, bool transposed = false) {
+    return spec(std::move(shape), dt, d, transposed);
+  };
+  auto axis = [](int64_t a) { return std::vector<AttrValue>{attr("axis", a)}; };
+  return {
+      make_case("two_axis0", {in({3, 5}), in({4, 5})}, axis(0)),
+      make_case("three_axis1", {in({4, 2}), in({4, 7}), in({4, 1})}, axis(1)),
+      make_case("negative_axis", {in({2, 3, 4}), in({2, 3, 5})}, axis(-1)),
+      make_case("single_input", {in({5, 7})}, axis(0)),
+      make_case("with_empty_input", {in({0, 5}), in({3, 5})}, axis(0)),
+      make_case("noncontiguous_input", {in({13, 31}, true), in({13, 31})}, axis(1)),
+      make_case("large_2x512x1024", {in({512, 1024}), in({512, 1024})}, axis(0)),
+  };
+}
+
+std::vector<OpCase> slice_cases(DLDataType dt) {
+  Domain d = domain_for("slice", dt);
+  auto c = [&](const char* name, Shape shape, int64_t axis, int64_t start, int64_t end,
+               int64_t step, bool transposed = false) {
+    return make_case(
+        name, {spec(std::move(shape), dt, d, transposed)},
+        {attr("axis", axis), attr("start", start), attr("end", end), attr("step", step)});
+  };
+  return {
+      c("step3_axis1", {13, 31}, 1, 2, 20, 3),
+      c("negative_start_end", {13, 31}, -1, -10, -2, 1),
+      c("end_past_extent_clamped", {13, 31}, 0, 5, INT64_MAX, 1),
+      c("negative_start_past_extent_clamped", {13, 31}, 0, -100, 100, 2),
+      c("step_beyond_extent", {13, 31}, 1, 0, 31, 40),
+      c("start_after_end_is_empty", {13, 31}, 1, 20, 10, 1),
+      c("rank3_middle_axis", {4, 7, 9}, 1, 1, 6, 2),
+      c("noncontiguous_input", {13, 31}, 0, 1, 12, 2, true),
+      c("large_1024x1024", kLargeRows, 1, 1, 1023, 2),
+  };
+}
+
+std::vector<OpCase> index_select_cases(DLDataType dt) {
+  Domain d = domain_for("index_select", dt);
+  auto c = [&](const char* name, Shape x, bool transposed, int64_t axis, int64_t count,
+               DLDataType index_dtype) {
+    int64_t extent = x[size_t(axis)];
+    return make_case(
+        name, {spec(x, dt, d, transposed), spec({count}, index_dtype, integers(0, extent - 1))},
+        {attr("axis", axis)});
+  };
+  return {
+      c("axis0", {13, 31}, false, 0, 5, dtype::i64),
+      c("axis1_with_repeats", {13, 31}, false, 1, 40, dtype::i64),
+      c("empty_index", {13, 31}, false, 0, 0, dtype::i64),
+      c("index_i32", {13, 31}, false, 1, 7, dtype::i32),
+      c("noncontiguous_input", {13, 31}, true, 0, 9, dtype::i64),
+      c("large_1024x1024", kLargeRows, false, 0, 512, dtype::i64),
+  };
+}
+
+std::vector<OpCase> gather_cases(DLDataType dt) {
+  Domain d = domain_for("gather", dt);
+  auto c = [&](const char* name, Shape x, bool transposed, int64_t axis, Shape index,
+               DLDataType index_dtype) {
+    int64_t extent = x[size_t(axis < 0 ? axis + int64_t(x.size()) : axis)];
+    return make_case(
+        name, {spec(x, dt, d, transposed), spec(index, index_dtype, integers(0, extent - 1))},
+        {attr("axis", axis)});
+  };
+  return {
+      c("axis0", {13, 31}, false, 0, {20, 31}, dtype::i64),
+      c("axis1_rank3", {7, 13, 5}, false, 1, {7, 4, 5}, dtype::i64),
+      c("last_axis_index_i32", {13, 31}, false, -1, {13, 50}, dtype::i32),
+      c("empty_index", {13, 31}, false, 1, {13, 0}, dtype::i64),
+      c("noncontiguous_input", {13, 31}, true, 1, {13, 8}, dtype::i64),
+      c("large_1024x1024", kLargeRows, false, 1, {1024, 512}, dtype::i64),
+  };
+}
+
+std::vector<OpCase> embedding_cases(DLDataType dt) {
+  Domain d = domain_for("embedding", dt);
+  auto c = [&](const char* name, Shape weight, bool transposed, Shape index,
+               DLDataType index_dtype) {
+    return make_case(name, {spec(weight, dt, d, transposed),
+                            spec(index, index_dtype, integers(0, weight[0] - 1))});
+  };
+  return {
+      c("index_1d", {50, 16}, false, {7}, dtype::i64),
+      c("index_2d", {50, 16}, false, {3, 5}, dtype::i64),
+      c("scalar_index", {50, 16}, false, {}, dtype::i64),
+      c("empty_index", {50, 16}, false, {0}, dtype::i64),
+      c("index_i32", {50, 16}, false, {9}, dtype::i32),
+      c("noncontiguous_weight", {50, 16}, true, {11}, dtype::i64),
+      c("large_1000x256_1024", {1000, 256}, false, {1024}, dtype::i64),
+  };
+}
+
+// --- Neural network ---------------------------------------------------------------
+
+std::vector<OpCase> matmul_cases(DLDataType dt) {
+  Domain d = uniform(-1, 1);
+  auto c = [&](const char* name, Shape a, Shape b, bool ta = false, bool tb = false,
+               bool a_noncontiguous = false) {
+    return make_case(name, {spec(a, dt, d, a_noncontiguous), spec(b, dt, d)},
+                     {attr("transpose_a", ta), attr("transpose_b", tb)});
+  };
+  return {
+      c("square_64", {64, 64}, {64, 64}),
+      c("odd_7x13x5", {7, 13}, {13, 5}),
+      c("transpose_a", {13, 7}, {13, 5}, true),
+      c("transpose_b", {7, 13}, {5, 13}, false, true),
+      c("transpose_both", {13, 7}, {5, 13}, true, true),
+      c("batched_3x7x13x5", {3, 7, 13}, {3, 13, 5}),
+      c("broadcast_batch", {2, 1, 7, 13}, {3, 13, 5}),
+      c("matrix_vector_257", {31, 257}, {257, 1}),
+      c("empty_m", {0, 13}, {13, 5}),
+      c("empty_k_gives_zeros", {7, 0}, {0, 5}),
+      c("noncontiguous_a", {7, 13}, {13, 5}, false, false, true),
+      c("large_128x256x96", {128, 256}, {256, 96}),
+  };
+}
+
+std::vector<OpCase> softmax_cases(DLDataType dt) {
+  Domain d = uniform(-5, 5);
+  auto c = [&](const char* name, Shape x, int64_t axis, Domain domain, bool transposed = false) {
+    return make_case(name, {spec(x, dt, domain, transposed)}, {attr("axis", axis)});
+  };
+  return {
+      c("last_axis_13x31", {13, 31}, -1, d),
+      c("axis0_13x31", {13, 31}, 0, d),
+      c("middle_axis_4x7x9", {4, 7, 9}, 1, d),
+      c("scalar", {}, 0, d),
+      c("empty", {0, 5}, -1, d),
+      c("axis_of_one", {7, 1}, -1, d),
+      c("large_magnitudes_needs_max_shift", {13, 31}, -1, uniform(-60, 60)),
+      c("noncontiguous", {13, 31}, -1, d, true),
+      c("large_1024x1024", kLargeRows, -1, d),
+  };
+}
+
+std::vector<OpCase> norm_cases(const std::string& op, DLDataType dt) {
+  const bool with_bias = op == "layer_norm";
+  auto c = [&](const char* name, Shape x, bool transposed = false,
+               std::vector<AttrValue> attrs = {}) {
+    std::vector<InputSpec> in = {spec(x, dt, uniform(-3, 3), transposed),
+                                 spec({x.back()}, dt, uniform(0.5, 1.5))};
+    if (with_bias) in.push_back(spec({x.back()}, dt, uniform(-1, 1)));
+    return make_case(name, std::move(in), std::move(attrs));
+  };
+  return {
+      c("rows_13x31", {13, 31}),
+      c("rank3_2x7x64", {2, 7, 64}),
+      c("eps_1e-2", {13, 31}, false, {attr("eps", 1e-2)}),
+      c("width_one", {7, 1}),
+      c("empty_rows", {0, 31}),
+      c("noncontiguous", {13, 31}, true),
+      c("large_1024x1024", kLargeRows),
+  };
+}
+
+std::vector<OpCase> batch_norm_cases(DLDataType dt) {
+  auto c = [&](const char* name, Shape x, bool transposed = false,
+               std::vector<AttrValue> attrs = {}) {
+    Shape channel = {x[1]};
+    return make_case(name,
+                     {spec(x, dt, uniform(-3, 3), transposed), spec(channel, dt, uniform(-1, 1)),
+                      spec(channel, dt, uniform(0.2, 2)), spec(channel, dt, uniform(0.5, 1.5)),
+                      spec(channel, dt, uniform(-1, 1))},
+                     std::move(attrs));
+  };
+  return {
+      c("nchw_2x3x5x7", {2, 3, 5, 7}),
+      c("nc_4x5", {4, 5}),
+      c("eps_1e-2", {2, 3, 5, 7}, false, {attr("eps", 1e-2)}),
+      c("empty_batch", {0, 3, 5, 7}),
+      c("noncontiguous", {2, 3, 5, 7}, true),
+      c("large_8x16x64x64", {8, 16, 64, 64}),
+  };
+}
+
+std::vector<OpCase> conv2d_cases(DLDataType dt) {
+  Domain d = uniform(-1, 1);
+  struct Conv {
+    const char* name;
+    Shape x, w;
+    bool bias;
+    Shape stride, padding, dilation;
+    int64_t groups;
+    bool transposed;
+  };
+  const Conv table[] = {
+      {"basic_3x3_bias", {1, 3, 9, 9}, {4, 3, 3, 3}, true, {1, 1}, {0, 0}, {1, 1}, 1, false},
+      {"no_bias", {2, 3, 8, 8}, {4, 3, 3, 3}, false, {1, 1}, {0, 0}, {1, 1}, 1, false},
+      {"stride2_padding1", {1, 3, 9, 9}, {5, 3, 3, 3}, true, {2, 2}, {1, 1}, {1, 1}, 1, false},
+      {"dilation2", {1, 2, 11, 11}, {3, 2, 3, 3}, true, {1, 1}, {0, 0}, {2, 2}, 1, false},
+      {"groups2", {2, 4, 8, 8}, {6, 2, 3, 3}, true, {1, 1}, {1, 1}, {1, 1}, 2, false},
+      {"depthwise", {1, 4, 7, 7}, {4, 1, 3, 3}, true, {1, 1}, {1, 1}, {1, 1}, 4, false},
+      {"asymmetric_1x3_stride2x1",
+       {1, 3, 7, 9},
+       {5, 3, 1, 3},
+       true,
+       {2, 1},
+       {0, 1},
+       {1, 1},
+       1,
+       false},
+      {"pointwise_1x1", {2, 8, 5, 5}, {4, 8, 1, 1}, true, {1, 1}, {0, 0}, {1, 1}, 1, false},
+      {"empty_batch", {0, 3, 5, 5}, {4, 3, 3, 3}, true, {1, 1}, {0, 0}, {1, 1}, 1, false},
+      {"noncontiguous_input", {1, 3, 9, 9}, {4, 3, 3, 3}, true, {1, 1}, {1, 1}, {1, 1}, 1, true},
+      {"large_2x16x32x32_to_32",
+       {2, 16, 32, 32},
+       {32, 16, 3, 3},
+       true,
+       {1, 1},
+       {1, 1},
+       {1, 1},
+       1,
+       false},
+  };
+  std::vector<OpCase> cases;
+  for (const Conv& v : table) {
+    std::vector<InputSpec> in = {spec(v.x, dt, d, v.transposed), spec(v.w, dt, d)};
+    if (v.bias) in.push_back(spec({v.w[0]}, dt, d));
+    cases.push_back(make_case(v.name, std::move(in),
+                              {attr("stride", v.stride), attr("padding", v.padding),
+                               attr("dilation", v.dilation), attr("groups", v.groups)}));
+  }
+  return cases;
+}
+
+std::vector<OpCase> pool_cases(const std::string& op, DLDataType dt) {
+  struct Pool {
+    const char* name;
+    Shape x;
+    Shape kernel, stride, padding;
+    bool transposed;
+  };
+  const Pool table[] = {
+      {"kernel2_default_stride", {2, 3, 8, 8}, {2, 2}, {}, {0, 0}, false},
+      {"kernel3_stride2_padding1", {1, 2, 9, 9}, {3, 3}, {2, 2}, {1, 1}, false},
+      {"asymmetric_2x3_stride1", {1, 2, 7, 8}, {2, 3}, {1, 1}, {0, 1}, false},
+      {"odd_input_7x7_kernel2", {1, 3, 7, 7}, {2, 2}, {2, 2}, {0, 0}, false},
+      {"empty_batch", {0, 3, 8, 8}, {2, 2}, {}, {0, 0}, false},
+      {"noncontiguous_input", {2, 3, 8, 8}, {2, 2}, {}, {0, 0}, true},
+      {"large_2x16x64x64", {2, 16, 64, 64}, {3, 3}, {2, 2}, {1, 1}, false},
+  };
+  std::vector<OpCase> cases;
+  for (const Pool& p : table) {
+    std::vector<AttrValue> attrs = {attr("kernel_size", p.kernel), attr("padding", p.padding)};
+    if (!p.stride.empty()) attrs.push_back(attr("stride", p.stride));
+    cases.push_back(make_case(p.name, {spec(p.x, dt, uniform(-4, 4), p.transposed)}, attrs));
+  }
+  if (op == "avg_pool2d") {
+    cases.push_back(make_case("exclude_padding", {spec({1, 2, 9, 9}, dt, uniform(-4, 4))},
+                              {attr("kernel_size", Shape{3, 3}), attr("stride", Shape{2, 2}),
+                               attr("padding", Shape{1, 1}), attr("count_include_pad", false)}));
+  }
+  return cases;
+}
+
+std::vector<OpCase> attention_cases(DLDataType dt) {
+  Domain d = uniform(-1, 1);
+  auto c = [&](const char* name, Shape q, Shape k, Shape v, bool causal, double scale = 0,
+               bool k_transposed = false) {
+    return make_case(name, {spec(q, dt, d), spec(k, dt, d, k_transposed), spec(v, dt, d)},
+                     {attr("causal", causal), attr("scale", scale)});
+  };
+  return {
+      c("basic_lq7_lk11", {2, 3, 7, 16}, {2, 3, 11, 16}, {2, 3, 11, 8}, false),
+      c("causal_square", {2, 3, 9, 16}, {2, 3, 9, 16}, {2, 3, 9, 16}, true),
+      c("explicit_scale_0.5", {1, 2, 5, 8}, {1, 2, 6, 8}, {1, 2, 6, 8}, false, 0.5),
+      c("rank2", {5, 8}, {6, 8}, {6, 4}, false),
+      c("rank3_causal", {4, 13, 8}, {4, 13, 8}, {4, 13, 8}, true),
+      c("empty_batch", {0, 2, 5, 8}, {0, 2, 5, 8}, {0, 2, 5, 8}, false),
+      c("noncontiguous_k", {2, 3, 7, 16}, {2, 3, 11, 16}, {2, 3, 11, 8}, false, 0, true),
+      c("large_causal_2x8x64x64", {2, 8, 64, 64}, {2, 8, 64, 64}, {2, 8, 64, 64}, true),
+  };
+}
+
+std::vector<OpCase> rotary_cases(DLDataType dt) {
+  auto c = [&](const char* name, Shape x, bool interleaved, bool transposed = false) {
+    Shape table = {x[x.size() - 2], x.back() / 2};
+    return make_case(name,
+                     {spec(x, dt, uniform(-2, 2), transposed), spec(table, dt, uniform(-1, 1)),
+                      spec(table, dt, uniform(-1, 1))},
+                     {attr("interleaved", interleaved)});
+  };
+  return {
+      c("half_split_2x7x16", {2, 7, 16}, false),   c("interleaved_2x7x16", {2, 7, 16}, true),
+      c("rank4_1x2x13x32", {1, 2, 13, 32}, false), c("rank4_interleaved", {1, 2, 13, 32}, true),
+      c("empty_batch", {0, 7, 16}, false),         c("noncontiguous", {2, 7, 16}, false, true),
+      c("large_8x256x128", {8, 256, 128}, false),
+  };
+}
+
+std::vector<OpCase> cross_entropy_cases(DLDataType dt) {
+  auto c = [&](const char* name, Shape logits, const char* reduction,
+               DLDataType target_dtype = dtype::i64, bool transposed = false) {
+    return make_case(name,
+                     {spec(logits, dt, uniform(-4, 4), transposed),
+                      spec({logits[0]}, target_dtype, integers(0, logits[1] - 1))},
+                     {attr("reduction", reduction)});
+  };
+  return {
+      c("mean_7x13", {7, 13}, "mean"),
+      c("sum_7x13", {7, 13}, "sum"),
+      c("none_7x13", {7, 13}, "none"),
+      c("wide_3x257", {3, 257}, "mean"),
+      c("single_class_is_zero", {5, 1}, "none"),
+      c("empty_batch_none", {0, 13}, "none"),
+      c("target_i32", {7, 13}, "mean", dtype::i32),
+      c("noncontiguous_logits", {7, 13}, "none", dtype::i64, true),
+      c("large_1024x1000", {1024, 1000}, "mean"),
+  };
+}
+
+}  // namespace
+
+Family op_family(const ops::OpSchema& schema) {
+  const std::string op = schema.name;
+  if (in_set(op, {"add", "sub", "mul", "div", "reciprocal", "sqrt", "rsqrt"})) {
+    return Family::kArith;
+  }
+  if (in_set(op, {"exp", "log", "sin", "cos", "tanh", "sigmoid", "gelu", "silu", "erf", "pow"})) {
+    return Family::kTranscendental;
+  }
+  if (in_set(op, {"sum", "mean", "matmul", "conv2d"})) return Family::kAccumulate;
+  if (op == "prod") return Family::kProduct;
+  if (in_set(op, {"softmax", "log_softmax", "layer_norm", "rms_norm", "batch_norm", "avg_pool2d",
+                  "scaled_dot_product_attention", "rotary_embedding", "cross_entropy"})) {
+    return Family::kNormalized;
+  }
+  return Family::kExact;
+}
+
+std::vector<OpCase> op_cases(const ops::OpSchema& schema, DLDataType dt, uint32_t claimed) {
+  const std::string op = schema.name;
+  const std::string category = schema.category;
+  if (op == "fill") return fill_cases(dt);
+  if (op == "copy") return copy_cases(dt);
+  if (op == "cast") return cast_cases(dt, claimed & schema.dtypes);
+  if (op == "transpose") return transpose_cases(dt);
+  if (op == "concat") return concat_cases(dt);
+  if (op == "slice") return slice_cases(dt);
+  if (op == "index_select") return index_select_cases(dt);
+  if (op == "gather") return gather_cases(dt);
+  if (op == "embedding") return embedding_cases(dt);
+  if (op == "where") return where_cases(dt);
+  if (category == "unary") return unary_cases(op, dt);
+  if (category == "binary" || category == "compare") return binary_cases(op, dt, category);
+  if (schema.rule == ops::DtypeRule::kArgReduce) return arg_reduction_cases(op, dt);
+  if (category == "reduction") return reduction_cases(op, dt);
+  if (op == "matmul") return matmul_cases(dt);
+  if (op == "softmax" || op == "log_softmax") return softmax_cases(dt);
+  if (op == "layer_norm" || op == "rms_norm") return norm_cases(op, dt);
+  if (op == "batch_norm") return batch_norm_cases(dt);
+  if (op == "conv2d") return conv2d_cases(dt);
+  if (op == "max_pool2d" || op == "avg_pool2d") return pool_cases(op, dt);
+  if (op == "scaled_dot_product_attention") return attention_cases(dt);
+  if (op == "rotary_embedding") return rotary_cases(dt);
+  if (op == "cross_entropy") return cross_entropy_cases(dt);
+  return {};  // an operator this suite version does not know: registered as a failing case
+}
+
+}  // namespace oar::conformance

@@ -1,0 +1,20 @@
+// The operator suite's case tables: for each schema operator and dtype, the
+// shape cases (scalar, empty, broadcast, non-contiguous, odd and prime sizes,
+// large), attribute variants and special values, with inputs in the
+// operator's safe domain.
+#pragma once
+
+#include <vector>
+
+#include "conformance/suites/ops/op_runner.h"
+
+namespace oar::conformance {
+
+// How |schema|'s results are compared (see compare.h).
+Family op_family(const ops::OpSchema& schema);
+
+// Every case of |schema| for data dtype |dtype|; |claimed| are the dtype bits
+// the device claims (cast targets).
+std::vector<OpCase> op_cases(const ops::OpSchema& schema, DLDataType dtype, uint32_t claimed);
+
+}  // namespace oar::conformance

@@ -1,0 +1,591 @@
+// Neural-network kernels. matmul, conv2d (im2col) and attention run on
+// OpenBLAS sgemm/dgemm; softmax, norms, pooling, rotary embedding and cross
+// entropy are loops parallelised with OpenMP. f16 and bf16 go through f32 and
+// are rounded once, when the result is stored. README.md says why.
+#include <cblas.h>
+
+#include <algorithm>
+#include <array>
+#include <climits>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "kernels/kernel.h"
+
+namespace oar::cpu {
+namespace {
+
+// Loops with fewer element operations than this stay on one thread: starting
+// an OpenMP team costs more than it saves.
+constexpr int64_t kParallelWork = int64_t(1) << 15;
+
+// Calls |f(T{})| with the float element type of |t|.
+template <typename F>
+void with_float(DLDataType t, F&& f) {
+  switch (ops::dtype_bit(t)) {
+    case ops::kF16:
+      return f(half{});
+    case ops::kBF16:
+      return f(bfloat16{});
+    case ops::kF32:
+      return f(float{});
+    case ops::kF64:
+      return f(double{});
+    default:
+      throw oar::sdk::Error(OAR_STATUS_INVALID_ARGUMENT,
+                            "the cpu nn kernels take float dtypes, not " + dtype_name(t));
+  }
+}
+
+// --- BLAS --------------------------------------------------------------------
+
+// The type BLAS computes T in: f64 stays f64, the others go through f32.
+template <typename T>
+using blas_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+// The |n| elements at |p| as blas_t<T>: |p| itself for f32 and f64 (no copy),
+// else an f32 copy in |buffer|.
+template <typename T>
+const blas_t<T>* to_blas(const T* p, int64_t n, std::vector<blas_t<T>>& buffer) {
+  if constexpr (std::is_same_v<T, blas_t<T>>) {
+    return p;
+  } else {
+    buffer.resize(size_t(n));
+    float* out = buffer.data();
+#pragma omp parallel for if (n > kParallelWork)
+    for (int64_t i = 0; i < n; ++i) out[i] = load(p + i);
+    return out;
+  }
+}
+
+// Where a result of |n| elements for |p| is computed: |p| itself, or |buffer|
+// that from_blas rounds into |p| afterwards.
+template <typename T>
+blas_t<T>* blas_output(T* p, int64_t n, std::vector<blas_t<T>>& buffer) {
+  if constexpr (std::is_same_v<T, blas_t<T>>) {
+    return p;
+  } else {
+    buffer.resize(size_t(n));
+    return buffer.data();
+  }
+}
+
+template <typename T>
+void from_blas(const blas_t<T>* result, T* p, int64_t n) {
+  if constexpr (!std::is_same_v<T, blas_t<T>>) {
+#pragma omp parallel for if (n > kParallelWork)
+    for (int64_t i = 0; i < n; ++i) store(p + i, result[i]);
+  }
+}
+
+// c[m, n] = alpha * op(a) op(b), row major and densely packed: a is [m, k]
+// ([k, m] when |ta|), b is [k, n] ([n, k] when |tb|).
+template <typename F>
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, F alpha, const F* a, const F* b,
+          F* c) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {  // BLAS rejects a leading dimension of 0; the sum is empty
+    std::fill(c, c + m * n, F(0));
+    return;
+  }
+  auto op = [](bool t) { return t ? CblasTrans : CblasNoTrans; };
+  int lda = int(ta ? m : k), ldb = int(tb ? k : n);
+  if constexpr (std::is_same_v<F, double>) {
+    cblas_dgemm(CblasRowMajor, op(ta), op(tb), int(m), int(n), int(k), alpha, a, lda, b, ldb, 0.0,
+                c, int(n));
+  } else {
+    cblas_sgemm(CblasRowMajor, op(ta), op(tb), int(m), int(n), int(k), alpha, a, lda, b, ldb, 0.0f,
+                c, int(n));
+  }
+}
+
+// BLAS takes int sizes (Debian's OpenBLAS has a 32-bit interface).
+void require_blas_sizes(const char* op, std::initializer_list<int64_t> sizes) {
+  for (int64_t size : sizes) {
+    oar::sdk::require(size <= INT_MAX, OAR_STATUS_INVALID_ARGUMENT,
+                      std::string(op) + ": a matrix extent of " + std::to_string(size) +
+                          " exceeds what the cpu plugin's BLAS takes (2^31 - 1)");
+  }
+}
+
+// Element offset in |t| of the matrix that the |linear|-th matrix of |y|
+// reads; |t|'s batch dimensions broadcast against |y|'s (NumPy rules).
+int64_t batch_offset(const View& t, const View& y, int64_t linear) {
+  int64_t offset = 0;
+  for (int d = y.ndim - 3, td = t.ndim - 3; d >= 0; --d, --td) {
+    int64_t index = linear % y.shape[d];
+    linear /= y.shape[d];
+    if (td >= 0 && t.shape[td] != 1) offset += index * t.strides[td];
+  }
+  return offset;
+}
+
+int64_t product(const View& v, int begin, int end) {
+  int64_t n = 1;
+  for (int d = begin; d < end; ++d) n *= v.shape[d];
+  return n;
+}
+
+// --- matmul ------------------------------------------------------------------
+
+struct MatmulShape {
+  int64_t m, n, k, batch;
+  bool ta, tb;
+  bool fold;  // b is one matrix and a is not transposed: one gemm of batch * m rows
+};
+
+template <typename T>
+void matmul_run(View a, View b, View y, MatmulShape s) {
+  using F = blas_t<T>;
+  std::vector<F> a_buffer, b_buffer, y_buffer;
+  const F* pa = to_blas(a.ptr<T>(), a.numel(), a_buffer);
+  const F* pb = to_blas(b.ptr<T>(), b.numel(), b_buffer);
+  F* py = blas_output(y.ptr<T>(), y.numel(), y_buffer);
+  if (s.fold) {
+    gemm(false, s.tb, s.batch * s.m, s.n, s.k, F(1), pa, pb, py);
+  } else {
+    for (int64_t i = 0; i < s.batch; ++i) {
+      gemm(s.ta, s.tb, s.m, s.n, s.k, F(1), pa + batch_offset(a, y, i), pb + batch_offset(b, y, i),
+           py + i * s.m * s.n);
+    }
+  }
+  from_blas(py, y.ptr<T>(), y.numel());
+}
+
+void matmul_kernel(KernelContext& context) {
+  View a = context.inputs[0], b = context.inputs[1], y = context.outputs[0];
+  MatmulShape s{};
+  s.ta = context.attrs.get_bool("transpose_a");
+  s.tb = context.attrs.get_bool("transpose_b");
+  s.m = y.shape[y.ndim - 2];
+  s.n = y.shape[y.ndim - 1];
+  s.k = a.shape[s.ta ? a.ndim - 2 : a.ndim - 1];
+  if (y.numel() == 0) return;
+  s.batch = y.numel() / (s.m * s.n);
+  s.fold = !s.ta && b.numel() == s.k * s.n && a.numel() == s.batch * s.m * s.k;
+  require_blas_sizes("matmul", {s.fold ? s.batch * s.m : s.m, s.n, s.k});
+  with_float(a.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    launch(context.call, [=] { matmul_run<T>(a, b, y, s); });
+  });
+}
+
+// --- softmax, log_softmax, cross_entropy ----------------------------------------
+
+// The largest of x[0], x[stride], ... (n > 0); NaN if any is NaN.
+template <typename T>
+compute_t<T> line_max(const T* x, int64_t n, int64_t stride) {
+  compute_t<T> max = load(x);
+  for (int64_t j = 1; j < n; ++j) {
+    compute_t<T> v = load(x + j * stride);
+    if (v > max || std::isnan(v)) max = v;
+  }
+  return max;
+}
+
+// y = softmax or log_softmax of the line x[0], x[stride], ... (|y| may be |x|):
+// the maximum is subtracted before exp, so no finite input overflows.
+template <typename In, typename Out>
+void softmax_line(const In* x, Out* y, int64_t n, int64_t stride, bool log) {
+  if (n == 0) return;
+  using C = compute_t<In>;
+  C max = line_max(x, n, stride);
+  double sum = 0;
+  for (int64_t j = 0; j < n; ++j) sum += std::exp(load(x + j * stride) - max);
+  if (log) {
+    C shift = C(max + std::log(sum));
+    for (int64_t j = 0; j < n; ++j) store(y + j * stride, load(x + j * stride) - shift);
+    return;
+  }
+  C scale = C(1 / sum);
+  for (int64_t j = 0; j < n; ++j)
+    store(y + j * stride, std::exp(load(x + j * stride) - max) * scale);
+}
+
+void softmax_kernel(KernelContext& context) {
+  View x = context.inputs[0], y = context.outputs[0];
+  bool log = std::string(context.schema.name) == "log_softmax";
+  int64_t axis = context.attrs.get_int("axis");
+  if (axis < 0) axis += x.ndim;
+  if (x.numel() == 0) return;
+  // A scalar is one line of one element.
+  int64_t n = x.ndim == 0 ? 1 : x.shape[axis];
+  int64_t inner = x.ndim == 0 ? 1 : product(x, int(axis) + 1, x.ndim);
+  int64_t lines = x.numel() / n;
+  with_float(x.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    launch(context.call, [=] {
+      const T* px = x.ptr<T>();
+      T* py = y.ptr<T>();
+#pragma omp parallel for if (lines * n > kParallelWork)
+      for (int64_t line = 0; line < lines; ++line) {
+        int64_t base = line / inner * n * inner + line % inner;
+        softmax_line(px + base, py + base, n, inner, log);
+      }
+    });
+  });
+}
+
+enum class Reduction { kMean, kSum, kNone };
+
+template <typename T, typename I>
+void cross_entropy_run(View logits, View target, View loss, Reduction reduction) {
+  int64_t rows = logits.shape[0], classes = logits.shape[1];
+  const T* x = logits.ptr<T>();
+  const I* t = target.ptr<I>();
+  for (int64_t r = 0; r < rows; ++r) {
+    if (t[r] < 0 || t[r] >= classes) {
+      throw oar::sdk::Error(OAR_STATUS_OUT_OF_RANGE, "cross_entropy: target[" + std::to_string(r) +
+                                                         "] = " + std::to_string(t[r]) +
+                                                         " is outside [0, " +
+                                                         std::to_string(classes) + ")");
+    }
+  }
+  std::vector<double> losses(static_cast<size_t>(rows));
+#pragma omp parallel for if (rows * classes > kParallelWork)
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* row = x + r * classes;
+    double max = line_max(row, classes, 1), sum = 0;
+    for (int64_t j = 0; j < classes; ++j) sum += std::exp(load(row + j) - max);
+    losses[size_t(r)] = max + std::log(sum) - load(row + t[r]);
+  }
+  T* out = loss.ptr<T>();
+  if (reduction == Reduction::kNone) {
+    for (int64_t r = 0; r < rows; ++r) store(out + r, losses[size_t(r)]);
+    return;
+  }
+  double total = 0;
+  for (double l : losses) total += l;
+  // A mean over no rows is 0 / 0 = NaN, as in PyTorch.
+  store(out, reduction == Reduction::kSum ? total : total / double(rows));
+}
+
+void cross_entropy_kernel(KernelContext& context) {
+  View logits = context.inputs[0], target = context.inputs[1], loss = context.outputs[0];
+  std::string name = context.attrs.get_string("reduction");
+  Reduction reduction = name == "sum"    ? Reduction::kSum
+                        : name == "none" ? Reduction::kNone
+                                         : Reduction::kMean;
+  bool wide = target.dtype == dtype::i64;
+  with_float(logits.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    launch(context.call, [=] {
+      if (wide) {
+        cross_entropy_run<T, int64_t>(logits, target, loss, reduction);
+      } else {
+        cross_entropy_run<T, int32_t>(logits, target, loss, reduction);
+      }
+    });
+  });
+}
+
+// --- layer_norm, rms_norm, batch_norm ----------------------------------------
+
+// layer_norm over the last dimension; rms_norm is the same with the mean held
+// at 0 and no bias (|bias|.data null). Sums are accumulated in double.
+template <typename T>
+void norm_run(View x, View weight, View bias, View y, double eps, bool rms) {
+  int64_t d = x.shape[x.ndim - 1], rows = x.numel() / d;
+  const T* w = weight.ptr<T>();
+  const T* b = bias.ptr<T>();
+#pragma omp parallel for if (x.numel() > kParallelWork)
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* in = x.ptr<T>() + r * d;
+    T* out = y.ptr<T>() + r * d;
+    double mean = 0, var = 0;
+    if (!rms) {
+      for (int64_t j = 0; j < d; ++j) mean += load(in + j);
+      mean /= double(d);
+    }
+    for (int64_t j = 0; j < d; ++j) {
+      double centered = load(in + j) - mean;
+      var += centered * centered;
+    }
+    double inv = 1 / std::sqrt(var / double(d) + eps);
+    for (int64_t j = 0; j < d; ++j) {
+      double v = (load(in + j) - mean) * inv * load(w + j);
+      store(out + j, b != nullptr ? v + load(b + j) : v);
+    }
+  }
+}
+
+void norm_kernel(KernelContext& context) {
+  bool rms = std::string(context.schema.name) == "rms_norm";
+  View x = context.inputs[0], weight = context.inputs[1], y = context.outputs[0];
+  View bias = rms ? View{} : context.inputs[2];
+  double eps = context.attrs.get_float("eps");
+  if (x.numel() == 0) return;
+  with_float(x.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    launch(context.call, [=] { norm_run<T>(x, weight, bias, y, eps, rms); });
+  });
+}
+
+void batch_norm_kernel(KernelContext& context) {
+  std::array<View, 5> in;
+  for (size_t i = 0; i < in.size(); ++i) in[i] = context.inputs[i];
+  View y = context.outputs[0];
+  double eps = context.attrs.get_float("eps");
+  if (y.numel() == 0) return;
+  int64_t channels = y.shape[1], planes = y.shape[0] * channels, inner = y.numel() / planes;
+  with_float(y.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    launch(context.call, [=] {
+      const T *x = in[0].ptr<T>(), *mean = in[1].ptr<T>(), *var = in[2].ptr<T>();
+      const T *w = in[3].ptr<T>(), *b = in[4].ptr<T>();
+      T* out = y.ptr<T>();
+#pragma omp parallel for if (planes * inner > kParallelWork)
+      for (int64_t p = 0; p < planes; ++p) {
+        int64_t c = p % channels;
+        double m = load(mean + c), scale = load(w + c) / std::sqrt(load(var + c) + eps);
+        double shift = load(b + c);
+        for (int64_t i = p * inner; i < (p + 1) * inner; ++i) {
+          store(out + i, (load(x + i) - m) * scale + shift);
+        }
+      }
+    });
+  });
+}
+
+// --- conv2d, max_pool2d, avg_pool2d --------------------------------------------
+
+// Sizes of a 2-D window operation over x [N, C, H, W] giving [N, O, OH, OW].
+struct Window {
+  int64_t n, c, h, w, o, oh, ow;
+  std::array<int64_t, 2> kernel{}, stride{}, padding{}, dilation{1, 1};
+  int64_t groups = 1;
+};
+
+Window window_of(const View& x, const View& y, std::array<int64_t, 2> kernel,
+                 const ops::Attrs& attrs) {
+  Window s{x.shape[0], x.shape[1], x.shape[2], x.shape[3], y.shape[1], y.shape[2], y.shape[3]};
+  s.kernel = kernel;
+  s.stride = attrs.get_pair("stride", {kernel[0], kernel[1]});
+  s.padding = attrs.get_pair("padding", {0, 0});
+  return s;
+}
+
+// col[(c, i, j), (oh, ow)] = x[c, oh * sh - ph + i * dh, ow * sw - pw + j * dw], 0 outside.
+template <typename F>
+void im2col(const F* x, const Window& s, int64_t channels, F* col) {
+  int64_t kh = s.kernel[0], kw = s.kernel[1], rows = channels * kh * kw, plane = s.oh * s.ow;
+#pragma omp parallel for if (rows * plane > kParallelWork)
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t i = r / kw % kh, j = r % kw;
+    const F* xc = x + r / (kh * kw) * s.h * s.w;
+    F* out = col + r * plane;
+    for (int64_t oh = 0; oh < s.oh; ++oh, out += s.ow) {
+      int64_t ih = oh * s.stride[0] - s.padding[0] + i * s.dilation[0];
+      for (int64_t ow = 0; ow < s.ow; ++ow) {
+        int64_t iw = ow * s.stride[1] - s.padding[1] + j * s.dilation[1];
+        bool inside = ih >= 0 && ih < s.h && iw >= 0 && iw < s.w;
+        out[ow] = inside ? xc[ih * s.w + iw] : F(0);
+      }
+    }
+  }
+}
+
+// Per image and group: y_g [O/g, OH*OW] = w_g [O/g, C/g*kH*kW] x col [C/g*kH*kW, OH*OW].
+template <typename T>
+void conv_run(View x, View weight, View bias, View y, Window s) {
+  using F = blas_t<T>;
+  std::vector<F> x_buffer, w_buffer, b_buffer, y_buffer, col;
+  const F* px = to_blas(x.ptr<T>(), x.numel(), x_buffer);
+  const F* pw = to_blas(weight.ptr<T>(), weight.numel(), w_buffer);
+  F* py = blas_output(y.ptr<T>(), y.numel(), y_buffer);
+  int64_t cg = s.c / s.groups, og = s.o / s.groups, depth = cg * s.kernel[0] * s.kernel[1];
+  int64_t plane = s.oh * s.ow;
+  // A 1x1 kernel with unit stride and no padding reads x as its own col matrix.
+  bool direct = depth == cg && s.stride == std::array<int64_t, 2>{1, 1} &&
+                s.padding == std::array<int64_t, 2>{0, 0};
+  if (!direct) col.resize(size_t(depth * plane));
+  for (int64_t n = 0; n < s.n; ++n) {
+    for (int64_t g = 0; g < s.groups; ++g) {
+      const F* xg = px + (n * s.c + g * cg) * s.h * s.w;
+      if (!direct) im2col(xg, s, cg, col.data());
+      gemm(false, false, og, plane, depth, F(1), pw + g * og * depth, direct ? xg : col.data(),
+           py + (n * s.o + g * og) * plane);
+    }
+  }
+  if (bias.data != nullptr) {
+    const F* pb = to_blas(bias.ptr<T>(), s.o, b_buffer);
+#pragma omp parallel for if (y.numel() > kParallelWork)
+    for (int64_t p = 0; p < s.n * s.o; ++p) {
+      for (int64_t i = p * plane; i < (p + 1) * plane; ++i) py[i] += pb[p % s.o];
+    }
+  }
+  from_blas(py, y.ptr<T>(), y.numel());
+}
+
+void conv2d_kernel(KernelContext& context) {
+  View x = context.inputs[0], weight = context.inputs[1], y = context.outputs[0];
+  View bias = context.inputs.size() > 2 ? context.inputs[2] : View{};
+  Window s = window_of(x, y, {weight.shape[2], weight.shape[3]}, context.attrs);
+  s.stride = context.attrs.get_pair("stride", {1, 1});
+  s.dilation = context.attrs.get_pair("dilation", {1, 1});
+  s.groups = context.attrs.get_int("groups");
+  if (y.numel() == 0) return;
+  require_blas_sizes("conv2d", {s.o, s.oh * s.ow, weight.numel() / s.o});
+  with_float(x.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    launch(context.call, [=] { conv_run<T>(x, weight, bias, y, s); });
+  });
+}
+
+// Pooling over each [H, W] plane. Padding never wins a max; an average divides
+// by kH * kW, or by the in-bounds count without count_include_pad.
+template <typename T>
+void pool_run(View x, View y, Window s, bool max, bool include_pad) {
+  int64_t rows = s.n * s.c * s.oh;
+#pragma omp parallel for if (rows * s.ow * s.kernel[0] * s.kernel[1] > kParallelWork)
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* plane = x.ptr<T>() + r / s.oh * s.h * s.w;
+    T* out = y.ptr<T>() + r * s.ow;
+    int64_t h0 = r % s.oh * s.stride[0] - s.padding[0];
+    int64_t h_begin = std::max<int64_t>(h0, 0), h_end = std::min(h0 + s.kernel[0], s.h);
+    for (int64_t ow = 0; ow < s.ow; ++ow) {
+      int64_t w0 = ow * s.stride[1] - s.padding[1];
+      int64_t w_begin = std::max<int64_t>(w0, 0), w_end = std::min(w0 + s.kernel[1], s.w);
+      double best = -std::numeric_limits<double>::infinity(), sum = 0;
+      for (int64_t h = h_begin; h < h_end; ++h) {
+        for (int64_t w = w_begin; w < w_end; ++w) {
+          double v = load(plane + h * s.w + w);
+          if (v > best || std::isnan(v)) best = std::isnan(best) ? best : v;
+          sum += v;
+        }
+      }
+      int64_t count =
+          include_pad ? s.kernel[0] * s.kernel[1] : (h_end - h_begin) * (w_end - w_begin);
+      store(out + ow, max ? best : sum / double(count));
+    }
+  }
+}
+
+void pool_kernel(KernelContext& context) {
+  View x = context.inputs[0], y = context.outputs[0];
+  bool max = std::string(context.schema.name) == "max_pool2d";
+  bool include_pad = !max && context.attrs.get_bool("count_include_pad");
+  Window s = window_of(x, y, context.attrs.get_pair("kernel_size", {}), context.attrs);
+  if (y.numel() == 0) return;
+  with_float(x.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    launch(context.call, [=] { pool_run<T>(x, y, s, max, include_pad); });
+  });
+}
+
+// --- scaled_dot_product_attention, rotary_embedding ----------------------------
+
+struct Attention {
+  int64_t batch, lq, lk, d, dv;
+  double scale;
+  bool causal;
+};
+
+// Per batch item: scores = q k^T * scale (gemm), a masked softmax per row,
+// y = scores v (gemm). With |causal|, row i sees keys j <= i + lk - lq; a row
+// that sees none (only when lq > lk) gives zeros.
+template <typename T>
+void attention_run(View q, View k, View v, View y, Attention s) {
+  using F = blas_t<T>;
+  std::vector<F> q_buffer, k_buffer, v_buffer, y_buffer, scores(static_cast<size_t>(s.lq * s.lk));
+  const F* pq = to_blas(q.ptr<T>(), q.numel(), q_buffer);
+  const F* pk = to_blas(k.ptr<T>(), k.numel(), k_buffer);
+  const F* pv = to_blas(v.ptr<T>(), v.numel(), v_buffer);
+  F* py = blas_output(y.ptr<T>(), y.numel(), y_buffer);
+  for (int64_t b = 0; b < s.batch; ++b) {
+    gemm(false, true, s.lq, s.lk, s.d, F(s.scale), pq + b * s.lq * s.d, pk + b * s.lk * s.d,
+         scores.data());
+    F* p = scores.data();
+#pragma omp parallel for if (s.lq * s.lk > kParallelWork)
+    for (int64_t i = 0; i < s.lq; ++i) {
+      int64_t seen = s.causal ? std::clamp<int64_t>(i + s.lk - s.lq + 1, 0, s.lk) : s.lk;
+      F* row = p + i * s.lk;
+      softmax_line(row, row, seen, 1, false);
+      std::fill(row + seen, row + s.lk, F(0));
+    }
+    gemm(false, false, s.lq, s.dv, s.lk, F(1), p, pv + b * s.lk * s.dv, py + b * s.lq * s.dv);
+  }
+  from_blas(py, y.ptr<T>(), y.numel());
+}
+
+void attention_kernel(KernelContext& context) {
+  View q = context.inputs[0], k = context.inputs[1], v = context.inputs[2];
+  View y = context.outputs[0];
+  int r = q.ndim;
+  Attention s{product(q, 0, r - 2),
+              q.shape[r - 2],
+              k.shape[r - 2],
+              q.shape[r - 1],
+              v.shape[r - 1],
+              context.attrs.get_float("scale"),
+              context.attrs.get_bool("causal")};
+  if (s.scale == 0) s.scale = 1 / std::sqrt(double(s.d));
+  if (y.numel() == 0) return;
+  require_blas_sizes("scaled_dot_product_attention", {s.lq, s.lk, s.d, s.dv});
+  with_float(q.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    launch(context.call, [=] { attention_run<T>(q, k, v, y, s); });
+  });
+}
+
+// Pairs (first, second) of the last dimension, (i, i + D/2) or with
+// |interleaved| (2i, 2i + 1), rotated by row s of the tables for position s.
+template <typename T>
+void rotary_run(View x, View cos, View sin, View y, bool interleaved) {
+  int64_t d = x.shape[x.ndim - 1], positions = x.shape[x.ndim - 2], half = d / 2;
+  int64_t rows = x.numel() / d;
+#pragma omp parallel for if (x.numel() > kParallelWork)
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* in = x.ptr<T>() + r * d;
+    T* out = y.ptr<T>() + r * d;
+    const T* c = cos.ptr<T>() + r % positions * half;
+    const T* s = sin.ptr<T>() + r % positions * half;
+    for (int64_t i = 0; i < half; ++i) {
+      int64_t first = interleaved ? 2 * i : i, second = interleaved ? 2 * i + 1 : i + half;
+      compute_t<T> x1 = load(in + first), x2 = load(in + second), ci = load(c + i),
+                   si = load(s + i);
+      store(out + first, x1 * ci - x2 * si);
+      store(out + second, x2 * ci + x1 * si);
+    }
+  }
+}
+
+void rotary_kernel(KernelContext& context) {
+  View x = context.inputs[0], cos = context.inputs[1], sin = context.inputs[2];
+  View y = context.outputs[0];
+  bool interleaved = context.attrs.get_bool("interleaved");
+  if (x.numel() == 0) return;
+  with_float(x.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    launch(context.call, [=] { rotary_run<T>(x, cos, sin, y, interleaved); });
+  });
+}
+
+}  // namespace
+
+void register_nn_kernels(const oar::sdk::KernelRegistrar& registrar, AllocationTable* table) {
+  auto same = [](size_t inputs) { return same_signatures(ops::kFloats, inputs, 1); };
+  auto conv = same(2);
+  for (auto& signature : same(3)) conv.push_back(signature);
+  std::vector<std::vector<DLDataType>> cross_entropy;
+  for (DLDataType t : ops::dtypes_in(ops::kFloats)) {
+    cross_entropy.push_back({t, dtype::i32, t});
+    cross_entropy.push_back({t, dtype::i64, t});
+  }
+  register_op(registrar, "matmul", &matmul_kernel, same(2), 0, table);
+  register_op(registrar, "softmax", &softmax_kernel, same(1), 0, table);
+  register_op(registrar, "log_softmax", &softmax_kernel, same(1), 0, table);
+  register_op(registrar, "layer_norm", &norm_kernel, same(3), 0, table);
+  register_op(registrar, "rms_norm", &norm_kernel, same(2), 0, table);
+  register_op(registrar, "batch_norm", &batch_norm_kernel, same(5), 0, table);
+  register_op(registrar, "conv2d", &conv2d_kernel, conv, 0, table);
+  register_op(registrar, "max_pool2d", &pool_kernel, same(1), 0, table);
+  register_op(registrar, "avg_pool2d", &pool_kernel, same(1), 0, table);
+  register_op(registrar, "scaled_dot_product_attention", &attention_kernel, same(3), 0, table);
+  register_op(registrar, "rotary_embedding", &rotary_kernel, same(3), 0, table);
+  register_op(registrar, "cross_entropy", &cross_entropy_kernel, cross_entropy, 0, table);
+}
+
+}  // namespace oar::cpu
