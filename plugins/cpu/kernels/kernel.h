@@ -91,8 +91,10 @@ constexpr DLDataType dtype_of() {
     return dtype::boolean;
 }
 
-// Calls |f(T{})| with the element type of |t| (one of the operator set's).
-template <typename F>
+// Calls |f(T{})| with the element type of |t|: any of the operator set's
+// dtypes, or (|floats_only|) only f16, bf16, f32 and f64, so that float-only
+// kernels are not instantiated for integers.
+template <bool floats_only = false, typename F>
 decltype(auto) with_dtype(DLDataType t, F&& f) {
   switch (ops::dtype_bit(t)) {
     case ops::kF16:
@@ -103,16 +105,28 @@ decltype(auto) with_dtype(DLDataType t, F&& f) {
       return f(float{});
     case ops::kF64:
       return f(double{});
-    case ops::kI32:
-      return f(int32_t{});
-    case ops::kI64:
-      return f(int64_t{});
-    case ops::kBool:
-      return f(bool{});
     default:
-      throw oar::sdk::Error(OAR_STATUS_INVALID_ARGUMENT,
-                            "the cpu plugin has no kernel for dtype " + dtype_name(t));
+      break;
   }
+  if constexpr (!floats_only) {
+    switch (ops::dtype_bit(t)) {
+      case ops::kI32:
+        return f(int32_t{});
+      case ops::kI64:
+        return f(int64_t{});
+      case ops::kBool:
+        return f(bool{});
+      default:
+        break;
+    }
+  }
+  throw oar::sdk::Error(OAR_STATUS_INVALID_ARGUMENT,
+                        "the cpu plugin has no kernel for dtype " + dtype_name(t));
+}
+
+template <typename F>
+decltype(auto) with_float(DLDataType t, F&& f) {
+  return with_dtype<true>(t, std::forward<F>(f));
 }
 
 // A tensor as a kernel's loop sees it: host address of element 0, shape and

@@ -21,24 +21,6 @@ namespace {
 // an OpenMP team costs more than it saves.
 constexpr int64_t kParallelWork = int64_t(1) << 15;
 
-// Calls |f(T{})| with the float element type of |t|.
-template <typename F>
-void with_float(DLDataType t, F&& f) {
-  switch (ops::dtype_bit(t)) {
-    case ops::kF16:
-      return f(half{});
-    case ops::kBF16:
-      return f(bfloat16{});
-    case ops::kF32:
-      return f(float{});
-    case ops::kF64:
-      return f(double{});
-    default:
-      throw oar::sdk::Error(OAR_STATUS_INVALID_ARGUMENT,
-                            "the cpu nn kernels take float dtypes, not " + dtype_name(t));
-  }
-}
-
 // --- BLAS --------------------------------------------------------------------
 
 // The type BLAS computes T in: f64 stays f64, the others go through f32.
