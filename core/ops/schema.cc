@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include "oar/error.hpp"
@@ -410,8 +411,8 @@ int64_t pool_or_conv_extent(int64_t in, int64_t kernel, int64_t stride, int64_t 
 }
 
 Shape infer_one(const OpSchema& schema, const std::vector<Shape>& in, const Attrs& attrs) {
-  const std::string name = schema.name;
-  const std::string category = schema.category;
+  const std::string_view name = schema.name;
+  const std::string_view category = schema.category;
   if (name == "gelu") {
     std::string approximate = attrs.get_string("approximate");
     if (approximate != "none" && approximate != "tanh") {
