@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "core/loader/host_services.h"
+#include "core/validate/validator.h"
 
 namespace oar::detail {
 namespace {
@@ -44,7 +45,7 @@ const std::vector<std::pair<const char*, size_t>>& required_slots() {
 
 std::unique_ptr<Plugin> Plugin::load(
     const std::string& library_path, PluginRecord* record,
-    const std::function<std::string(const std::string&)>& loaded_from) {
+    const std::function<std::string(const std::string&)>& loaded_from, bool validate) {
   record->library_path = library_path;
   if (record->name.empty()) {
     // Until the table names it, a library is known by its file name.
@@ -152,6 +153,9 @@ std::unique_ptr<Plugin> Plugin::load(
     return nullptr;  // the library closes; finalize is not called after a failed initialize
   }
   plugin->initialized_ = true;
+  if (validate) {
+    plugin->validation_slot_ = validate::install(&plugin->api_, plugin->host_, plugin->name_);
+  }
 
   if (plugin->api_.register_kernels != nullptr) {
     oar_kernel_registrar_t registrar = plugin->kernels_.registrar();
@@ -192,6 +196,7 @@ Plugin::~Plugin() {
                "finalize failed: " + status(code, "finalize").to_string());
     }
   }
+  validate::uninstall(validation_slot_);
 }
 
 void Plugin::fail(oar_status_t code, const char* operation) const {

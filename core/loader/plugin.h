@@ -22,10 +22,12 @@ class Plugin {
   // Fills |record| with the outcome; returns nullptr when skipped. A plugin
   // whose name is already loaded (|loaded_from| gives that copy's library, or
   // "" if none) is skipped before initialize: two copies of one library share
-  // its static state.
+  // its static state. With |validate| the copied table's slots are replaced by
+  // the validation layer's checking wrappers (core/validate/validator.h);
+  // without it the table is the plugin's own.
   static std::unique_ptr<Plugin> load(
       const std::string& library_path, PluginRecord* record,
-      const std::function<std::string(const std::string&)>& loaded_from);
+      const std::function<std::string(const std::string&)>& loaded_from, bool validate = false);
 
   // Finalizes the plugin and unloads its library.
   ~Plugin();
@@ -36,6 +38,8 @@ class Plugin {
   const std::string& name() const { return name_; }
   const std::string& library_path() const { return library_path_; }
   KernelRegistry& kernels() { return kernels_; }
+  // Whether api() is wrapped by the validation layer.
+  bool validating() const { return validation_slot_ >= 0; }
   const KernelRegistry& kernels() const { return kernels_; }
 
   // Throws oar::Error carrying the plugin's reported message unless |code| is OK.
@@ -55,6 +59,7 @@ class Plugin {
   std::string name_;
   std::string library_path_;
   bool initialized_ = false;
+  int validation_slot_ = -1;  // the validator's slot, or -1 when unchecked
   KernelRegistry kernels_;
 };
 

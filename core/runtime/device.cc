@@ -1,5 +1,6 @@
 #include "oar/device.hpp"
 
+#include <cstdio>
 #include <cstring>
 
 #include "core/alloc/caching_allocator.h"
@@ -7,6 +8,7 @@
 #include "core/loader/host_services.h"
 #include "core/loader/plugin.h"
 #include "core/trace/tracer.h"
+#include "core/validate/validator.h"
 #include "oar/error.hpp"
 
 namespace oar {
@@ -275,6 +277,26 @@ void Device::retrack(detail::Tracked* object, detail::Tracked* previous) {
 void Device::close() noexcept {
   // The ABI's shutdown order: buffers, then the allocator's cached memory,
   // then events and streams, then the device itself.
+  // Names a leftover for the validation layer's leak report.
+  auto leaked_name = [](detail::Tracked* victim) -> std::string {
+    char text[128];
+    if (std::strcmp(victim->what(), "buffer") == 0) {
+      auto* buffer = static_cast<Buffer*>(victim);
+      std::snprintf(text, sizeof(text), "of %llu bytes at offset %llu of memory %p",
+                    static_cast<unsigned long long>(buffer->size()),
+                    static_cast<unsigned long long>(buffer->offset()),
+                    static_cast<void*>(buffer->memory()));
+    } else if (std::strcmp(victim->what(), "stream") == 0) {
+      std::snprintf(text, sizeof(text), "%p",
+                    static_cast<void*>(static_cast<Stream*>(victim)->handle()));
+    } else if (std::strcmp(victim->what(), "event") == 0) {
+      std::snprintf(text, sizeof(text), "%p",
+                    static_cast<void*>(static_cast<Event*>(victim)->handle()));
+    } else {
+      text[0] = '\0';
+    }
+    return text;
+  };
   auto release_all = [&](bool buffers) {
     for (;;) {
       detail::Tracked* victim = nullptr;
@@ -290,9 +312,16 @@ void Device::close() noexcept {
       }
       if (victim == nullptr) return;
       if (victim != default_stream_.get()) {
-        detail::log_line(OAR_LOG_LEVEL_INFO, name_,
-                         std::string("releasing a ") + victim->what() +
-                             " the program did not destroy before shutdown");
+        std::string message = std::string("releasing a ") + victim->what() +
+                              " the program did not destroy before shutdown";
+        if (plugin_->validating()) {
+          // A leak of the framework's: named, and kept for validation_reports().
+          message = "validation: shutdown of " + name_ + ": leaked " + victim->what() + " " +
+                    leaked_name(victim) + ", released by the runtime";
+          detail::validate::add_report(message);
+        }
+        detail::log_line(plugin_->validating() ? OAR_LOG_LEVEL_WARNING : OAR_LOG_LEVEL_INFO, name_,
+                         message);
       }
       victim->release();
     }

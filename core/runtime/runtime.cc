@@ -32,6 +32,9 @@ Runtime::Runtime(RuntimeOptions options) {
   std::string filter = options.device_filter;
   if (options.use_environment) {
     if (auto env = loader::get_environment("OAR_DEVICES")) filter = *env;
+    if (auto env = loader::get_environment("OAR_VALIDATE"); env && !env->empty() && *env != "0") {
+      options.validate = true;
+    }
     if (auto trace = loader::get_environment("OAR_TRACE")) {
       detail::Tracer::instance().start(*trace);
       tracing_ = true;
@@ -64,7 +67,7 @@ Runtime::Runtime(RuntimeOptions options) {
       continue;
     }
     std::unique_ptr<detail::Plugin> plugin =
-        detail::Plugin::load(candidate.library_path, &record, loaded_from);
+        detail::Plugin::load(candidate.library_path, &record, loaded_from, options.validate);
     if (plugin != nullptr) {
       for (int32_t i = 0; i < record.device_count; ++i) {
         oar_device_properties_t properties{};

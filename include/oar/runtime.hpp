@@ -6,7 +6,8 @@
 // relative to liboar itself), RuntimeOptions::plugin_paths, then the folders in
 // OAR_PLUGIN_PATH. OAR_PLUGINS (or RuntimeOptions::plugin_files) lists exact
 // manifests or libraries and replaces the search. OAR_DEVICES ("cpu:0,sim")
-// limits which devices are visible. The environment is ignored in setuid
+// limits which devices are visible. OAR_VALIDATE=1 turns on the validation
+// layer (RuntimeOptions::validate). The environment is ignored in setuid
 // processes.
 #pragma once
 
@@ -54,6 +55,11 @@ struct RuntimeOptions {
   std::vector<std::string> plugin_files;
   // Visible devices, e.g. "cpu:0,sim"; empty shows all. OAR_DEVICES overrides.
   std::string device_filter;
+  // Check every plugin call for misuse (freed or foreign handles, out-of-range
+  // copies, another device's memory, unrecorded events, leaks) before it
+  // reaches the plugin; see docs/runtime.md. OAR_VALIDATE=1 turns it on too.
+  // Off, the plugin's table is called directly: no cost.
+  bool validate = false;
 };
 
 class Runtime {
