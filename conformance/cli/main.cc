@@ -36,17 +36,19 @@ constexpr int kExitUsage = 2;
 struct PluginSpec {
   std::string text;
   bool is_path = false;
+  bool validate = false;  // --validate: the core's validation layer checks every call
 };
 
 PluginSpec parse_plugin_spec(const std::string& text) {
   const bool is_path =
       text.find('/') != std::string::npos || fs::path(text).extension() == ".json" ||
       fs::path(text).extension() == ".so" || text.find(".so.") != std::string::npos;
-  return {is_path ? fs::absolute(text).string() : text, is_path};
+  return {is_path ? fs::absolute(text).string() : text, is_path, false};
 }
 
 oar::RuntimeOptions runtime_options(const PluginSpec& spec) {
   oar::RuntimeOptions options;  // a name: the normal search, OAR_PLUGIN_PATH included
+  options.validate = spec.validate;
   if (!spec.is_path) return options;
   options.use_environment = false;
   options.search_install_prefix = false;
@@ -198,6 +200,7 @@ struct Arguments {
   std::string expectations;
   double timeout_s = 120;
   bool list = false;
+  bool validate = false;
 };
 
 oc::Expectations load_expectations_for(const Arguments& arguments, const std::string& plugin) {
@@ -207,7 +210,8 @@ oc::Expectations load_expectations_for(const Arguments& arguments, const std::st
 }
 
 int certify(const Arguments& arguments) {
-  const PluginSpec spec = parse_plugin_spec(arguments.plugin);
+  PluginSpec spec = parse_plugin_spec(arguments.plugin);
+  spec.validate = arguments.validate;
   const auto timeout = std::chrono::milliseconds(int64_t(arguments.timeout_s * 1000));
   oc::TargetInfo target;
   try {
@@ -258,7 +262,8 @@ int certify(const Arguments& arguments) {
   // the search finds: another plugin crashing at load must not fail this one.
   const PluginSpec exact{target.plugin.manifest_path.empty() ? target.plugin.library_path
                                                              : target.plugin.manifest_path,
-                         true};
+                         true, spec.validate};
+  if (spec.validate) fmt::print("validation layer: on (every ABI call is checked)\n");
   const auto started = std::chrono::steady_clock::now();
   oc::Report report;
   report.results = oc::run_tests(
@@ -316,6 +321,9 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_flag("--list", arguments.list, "print the selected test ids and exit");
+  app.add_flag("--validate", arguments.validate,
+               "run under the core's validation layer (as OAR_VALIDATE=1): a call it refuses "
+               "fails its test, and what it reports lands in test-output.log");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -449,9 +449,12 @@ struct Wrappers {
     OAR_VALIDATE_LOOKUP(s, stream, Kind::kStream, call);
     if (dst != nullptr) {
       OAR_VALIDATE_LOOKUP(d, dst, Kind::kMemory, call, true);
-      if (other_device(dst, d, stream, *s, &problem) ||
-          out_of_range(dst, d, dst_offset, size, &problem)) {
+      if (other_device(dst, d, stream, *s, &problem)) {
         return fail(state(), OAR_STATUS_INVALID_ARGUMENT, call(), problem);
+      }
+      // The ABI's code for a range outside its allocation (memory.h).
+      if (out_of_range(dst, d, dst_offset, size, &problem)) {
+        return fail(state(), OAR_STATUS_OUT_OF_RANGE, call(), problem);
       }
     }
     if (src != nullptr) {
@@ -466,8 +469,9 @@ struct Wrappers {
       } else if (other_device(src, m, stream, *s, &problem)) {
         return fail(state(), OAR_STATUS_INVALID_ARGUMENT, call(), problem);
       }
-      if (out_of_range(src, m, src_offset, size, &problem))
-        return fail(state(), OAR_STATUS_INVALID_ARGUMENT, call(), problem);
+      if (out_of_range(src, m, src_offset, size, &problem)) {
+        return fail(state(), OAR_STATUS_OUT_OF_RANGE, call(), problem);
+      }
     }
     return OAR_STATUS_OK;
   }

@@ -48,7 +48,7 @@ uint64_t Marker::timestamp_ns() const {
   return timestamp_ns_;
 }
 
-WorkQueue::WorkQueue(const std::string& name) {
+WorkQueue::WorkQueue(const std::string& name, TaskWrapper around) : around_(std::move(around)) {
   worker_ = std::thread([this] { run(); });
   // Linux caps thread names at 15 characters plus the NUL.
   pthread_setname_np(worker_.native_handle(), name.substr(0, 15).c_str());
@@ -63,10 +63,12 @@ WorkQueue::~WorkQueue() {
   worker_.join();
 }
 
-void WorkQueue::submit(std::function<void()> work) { push(Task{std::move(work), nullptr}); }
+void WorkQueue::submit(std::function<void()> work, TaskInfo info) {
+  push(Task{std::move(work), nullptr, info});
+}
 
 void WorkQueue::submit_observer(std::function<void(const QueueStatus&)> observer) {
-  push(Task{nullptr, std::move(observer)});
+  push(Task{nullptr, std::move(observer), {}});
 }
 
 void WorkQueue::submit_marker(std::shared_ptr<Marker> marker) {
@@ -126,7 +128,12 @@ void WorkQueue::run() {
 
     try {
       if (task.work) {
-        if (status.ok()) task.work();
+        if (status.ok()) {
+          if (around_)
+            around_(task.info, task.work);
+          else
+            task.work();
+        }
       } else {
         task.observer(status);
       }

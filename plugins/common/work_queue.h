@@ -64,11 +64,23 @@ class Marker {
   uint64_t timestamp_ns_ = 0;
 };
 
+// What a work task is, for a plugin that wraps every task (a simulator that
+// models costs or injects faults): the kind of work and the bytes it moves.
+struct TaskInfo {
+  enum Kind : uint8_t { kOther = 0, kCopy = 1, kKernel = 2 };
+  Kind kind = kOther;
+  uint64_t bytes = 0;
+};
+
+// Runs |work| on the worker, with whatever the plugin does around it; it may
+// throw instead of running the work (the task then fails like the work would).
+using TaskWrapper = std::function<void(const TaskInfo& info, const std::function<void()>& work)>;
+
 class WorkQueue {
  public:
   // Starts the worker thread; |name| names it for debuggers (15 characters
-  // are kept).
-  explicit WorkQueue(const std::string& name);
+  // are kept). |around|, if set, wraps every work task (not observers).
+  explicit WorkQueue(const std::string& name, TaskWrapper around = nullptr);
   // Runs everything already submitted, then stops the worker.
   ~WorkQueue();
 
@@ -77,7 +89,7 @@ class WorkQueue {
 
   // Submits work. It is skipped once the queue has failed; it fails the queue
   // by throwing (oar::sdk::Error keeps its code, anything else is INTERNAL).
-  void submit(std::function<void()> work);
+  void submit(std::function<void()> work, TaskInfo info = {});
 
   // Submits an observer: it always runs, in order, and receives the queue's
   // status at that point. It must not throw.
@@ -104,6 +116,7 @@ class WorkQueue {
   struct Task {
     std::function<void()> work;                        // skipped once failed
     std::function<void(const QueueStatus&)> observer;  // always runs
+    TaskInfo info;
   };
 
   void push(Task task);
@@ -120,6 +133,7 @@ class WorkQueue {
   uint64_t completed_ = 0;
   QueueStatus status_;
   bool stopping_ = false;
+  TaskWrapper around_;  // set before the worker starts, never changed
   std::thread worker_;
 };
 

@@ -58,9 +58,11 @@ class AllocationTable {
   };
 
   void insert(void* pointer, Allocation allocation);
-  // Removes |pointer|; throws INVALID_ARGUMENT if it is unknown or belongs to
-  // another device.
-  void erase(void* pointer, oar_device_s* device);
+  // Removes |pointer| and returns it; throws INVALID_ARGUMENT if it is unknown
+  // or belongs to another device.
+  Allocation erase(void* pointer, oar_device_s* device);
+  // The allocation |pointer| starts, if the plugin made it.
+  bool find(const void* pointer, Allocation* out) const;
   // Removes and returns every allocation of |device| (leaked by the caller).
   std::unordered_map<void*, Allocation> take_all(oar_device_s* device);
   // Throws OUT_OF_RANGE if [offset, offset + size) leaves a known allocation;
@@ -79,10 +81,13 @@ inline char* address(oar_memory_t memory, uint64_t offset) {
 
 // Adds the cpu kernels to |registrar|; kernels check ranges against |table|.
 
+// The cpu device, also the base of plugins that emulate a device on the host
+// (sim): they derive from it and override the protected hooks below, or hide a
+// slot member with their own (the SDK finds members with &Impl::slot).
 class CpuPlugin {
  public:
   CpuPlugin();
-  ~CpuPlugin();
+  virtual ~CpuPlugin();
 
   // plugin.cc: device
   void device_count(int32_t* out_count);
@@ -125,9 +130,26 @@ class CpuPlugin {
   void memory_fill(oar_stream_t stream, oar_memory_t dst, uint64_t dst_offset, uint8_t value,
                    uint64_t size);
 
- private:
+ protected:
+  // Every device's properties (all devices of a plugin are alike).
   oar_device_properties_t properties_{};
+  int32_t device_count_ = 1;
+  const char* thread_prefix_ = "oar-cpu-s";
   AllocationTable allocations_;
+
+  // Device memory: |size| bytes (0 still gets a unique block) aligned to
+  // properties_.min_alignment, or nullptr when there is none left; may throw.
+  virtual void* allocate_bytes(oar_device_s* device, uint64_t size);
+  virtual void free_bytes(oar_device_s* device, void* pointer, uint64_t size);
+  // What wraps every work task of a new stream of |device| (none on cpu).
+  virtual oar::plugin::TaskWrapper task_wrapper(oar_device_s* device);
+  // Throws OUT_OF_RANGE unless |index| names a device.
+  void require_index(int32_t index) const;
+  // Closes every device the host left open; a derived class calls it from its
+  // destructor, while its overrides still work.
+  void release_all_devices();
+
+ private:
   // Open devices, so that finalize can close what the caller leaked.
   std::mutex devices_mutex_;
   std::unordered_set<oar_device_s*> devices_;

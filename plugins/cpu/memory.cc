@@ -21,7 +21,8 @@ bool is_single_kind(uint32_t kind) {
 // the caller's data, so a copy costs one memcpy on the worker.
 void submit_copy(oar_stream_t stream, void* dst, const void* src, uint64_t size) {
   if (size == 0) return;
-  stream->queue->submit([dst, src, size] { std::memcpy(dst, src, size); });
+  stream->queue->submit([dst, src, size] { std::memcpy(dst, src, size); },
+                        {oar::plugin::TaskInfo::kCopy, size});
 }
 
 }  // namespace
@@ -31,14 +32,24 @@ void AllocationTable::insert(void* pointer, Allocation allocation) {
   allocations_.emplace(pointer, allocation);
 }
 
-void AllocationTable::erase(void* pointer, oar_device_s* device) {
+AllocationTable::Allocation AllocationTable::erase(void* pointer, oar_device_s* device) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = allocations_.find(pointer);
   oar::sdk::require(it != allocations_.end(), OAR_STATUS_INVALID_ARGUMENT,
                     "memory_free: not an allocation of the cpu plugin (or already freed)");
   oar::sdk::require(it->second.device == device, OAR_STATUS_INVALID_ARGUMENT,
                     "memory_free: the allocation belongs to another device handle");
+  Allocation allocation = it->second;
   allocations_.erase(it);
+  return allocation;
+}
+
+bool AllocationTable::find(const void* pointer, Allocation* out) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = allocations_.find(const_cast<void*>(pointer));
+  if (it == allocations_.end()) return false;
+  *out = it->second;
+  return true;
 }
 
 std::unordered_map<void*, AllocationTable::Allocation> AllocationTable::take_all(
@@ -84,14 +95,14 @@ void CpuPlugin::memory_allocate(oar_device_t device, uint64_t size, uint32_t kin
   oar::sdk::require(is_single_kind(kind), OAR_STATUS_INVALID_ARGUMENT,
                     "memory_allocate: kind " + std::to_string(kind) +
                         " is not one of DEVICE, HOST_PINNED, UNIFIED");
+  oar::sdk::require(
+      (kind & properties_.memory_kinds) == kind, OAR_STATUS_INVALID_ARGUMENT,
+      "memory_allocate: kind " + std::to_string(kind) + " is not in the device's memory_kinds");
   oar::sdk::require(size <= properties_.max_allocation_size, OAR_STATUS_INVALID_ARGUMENT,
                     "memory_allocate: " + std::to_string(size) +
                         " bytes exceed max_allocation_size " +
                         std::to_string(properties_.max_allocation_size));
-  // aligned_alloc wants a multiple of the alignment; a zero-size allocation
-  // still gets its own block so that its pointer is unique.
-  uint64_t rounded = size == 0 ? kAlignment : (size + kAlignment - 1) / kAlignment * kAlignment;
-  void* pointer = std::aligned_alloc(kAlignment, rounded);
+  void* pointer = allocate_bytes(device, size);
   oar::sdk::require(
       pointer != nullptr, OAR_STATUS_RESOURCE_EXHAUSTED,
       "memory_allocate: the host could not provide " + std::to_string(size) + " bytes");
@@ -101,8 +112,27 @@ void CpuPlugin::memory_allocate(oar_device_t device, uint64_t size, uint32_t kin
 
 void CpuPlugin::memory_free(oar_device_t device, oar_memory_t memory) {
   if (memory == nullptr) return;
-  allocations_.erase(memory, device);
-  std::free(memory);
+  AllocationTable::Allocation allocation = allocations_.erase(memory, device);
+  free_bytes(device, memory, allocation.size);
+}
+
+void* CpuPlugin::allocate_bytes(oar_device_s* device, uint64_t size) {
+  (void)device;
+  // aligned_alloc wants a multiple of the alignment; a zero-size allocation
+  // still gets its own block so that its pointer is unique.
+  uint64_t rounded = size == 0 ? kAlignment : (size + kAlignment - 1) / kAlignment * kAlignment;
+  return std::aligned_alloc(kAlignment, rounded);
+}
+
+void CpuPlugin::free_bytes(oar_device_s* device, void* pointer, uint64_t size) {
+  (void)device;
+  (void)size;
+  std::free(pointer);
+}
+
+oar::plugin::TaskWrapper CpuPlugin::task_wrapper(oar_device_s* device) {
+  (void)device;
+  return nullptr;
 }
 
 void CpuPlugin::memory_host_address(oar_device_t device, oar_memory_t memory, void** out_address) {
@@ -149,7 +179,8 @@ void CpuPlugin::memory_fill(oar_stream_t stream, oar_memory_t dst, uint64_t dst_
   allocations_.check_range(dst, dst_offset, size, "memory_fill destination");
   if (size == 0) return;
   char* to = address(dst, dst_offset);
-  stream->queue->submit([to, value, size] { std::memset(to, value, size); });
+  stream->queue->submit([to, value, size] { std::memset(to, value, size); },
+                        {oar::plugin::TaskInfo::kCopy, size});
 }
 
 }  // namespace oar::cpu

@@ -78,12 +78,13 @@ oar_device_properties_t host_properties() {
   return p;
 }
 
-void require_index(int32_t index) {
-  oar::sdk::require(index == 0, OAR_STATUS_OUT_OF_RANGE,
-                    "cpu device index " + std::to_string(index) + " is out of range (1 device)");
-}
-
 }  // namespace
+
+void CpuPlugin::require_index(int32_t index) const {
+  oar::sdk::require(index >= 0 && index < device_count_, OAR_STATUS_OUT_OF_RANGE,
+                    "device index " + std::to_string(index) + " is out of range (" +
+                        std::to_string(device_count_) + " device(s))");
+}
 
 namespace {
 
@@ -104,7 +105,9 @@ CpuPlugin::CpuPlugin() : properties_(host_properties()) {
   pin_library_of(reinterpret_cast<const void*>(&cblas_sgemm));
 }
 
-CpuPlugin::~CpuPlugin() {
+CpuPlugin::~CpuPlugin() { release_all_devices(); }
+
+void CpuPlugin::release_all_devices() {
   // The core closes devices before finalize; a host that forgot must still not
   // leave worker threads running in a library about to be unloaded.
   std::unordered_set<oar_device_s*> leaked;
@@ -117,7 +120,7 @@ CpuPlugin::~CpuPlugin() {
 
 void CpuPlugin::device_count(int32_t* out_count) {
   require_not_null(out_count, "out_count");
-  *out_count = 1;
+  *out_count = device_count_;
 }
 
 void CpuPlugin::device_properties(int32_t index, oar_device_properties_t* out_properties) {
@@ -153,15 +156,15 @@ void CpuPlugin::release_device(oar_device_s* device) {
   }
   auto allocations = allocations_.take_all(device);
   if (!streams.empty() || !allocations.empty()) {
-    oar::sdk::log(OAR_LOG_LEVEL_WARNING, "cpu device closed with " +
-                                             std::to_string(streams.size()) + " stream(s) and " +
+    oar::sdk::log(OAR_LOG_LEVEL_WARNING, "device closed with " + std::to_string(streams.size()) +
+                                             " stream(s) and " +
                                              std::to_string(allocations.size()) +
                                              " allocation(s) still alive; releasing them");
   }
   // Streams first: their pending work may still touch the allocations.
   for (auto& [stream, queue] : streams) delete stream;
   streams.clear();
-  for (auto& [pointer, allocation] : allocations) std::free(pointer);
+  for (auto& [pointer, allocation] : allocations) free_bytes(device, pointer, allocation.size);
   delete device;
 }
 
@@ -192,5 +195,3 @@ void CpuPlugin::device_memory_info(oar_device_t device, uint64_t* out_free, uint
 }
 
 }  // namespace oar::cpu
-
-OAR_PLUGIN_DEFINE(oar::cpu::CpuPlugin, "cpu", "0.1.0", "OAR project")

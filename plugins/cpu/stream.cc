@@ -25,8 +25,8 @@ void CpuPlugin::stream_create(oar_device_t device, const oar_stream_desc_t* desc
   auto stream = std::make_unique<oar_stream_s>();
   stream->device = device;
   try {
-    stream->queue =
-        std::make_shared<oar::plugin::WorkQueue>("oar-cpu-s" + std::to_string(next_id++));
+    stream->queue = std::make_shared<oar::plugin::WorkQueue>(
+        thread_prefix_ + std::to_string(next_id++), task_wrapper(device));
   } catch (const std::system_error& e) {
     // Each stream is a thread; running out of threads is running out of streams.
     throw oar::sdk::Error(OAR_STATUS_RESOURCE_EXHAUSTED,

@@ -148,11 +148,12 @@ TEST_F(ValidateTest, ForeignHandlesAreRefused) {
   EXPECT_TRUE(validation_reports().empty());
 }
 
-TEST_F(ValidateTest, CopiesOutOfAnAllocationAreRefused) {
+TEST_F(ValidateTest, CopiesOutOfAnAllocationAreRefusedAsOutOfRange) {
+  // OUT_OF_RANGE: the code memory.h documents for a range leaving its allocation.
   oar_memory_t memory = allocate(8192);
   std::vector<uint8_t> host(16384);
   EXPECT_EQ(api_->memory_copy_h2d(stream_, memory, 4096, host.data(), 8192),
-            OAR_STATUS_INVALID_ARGUMENT);
+            OAR_STATUS_OUT_OF_RANGE);
   std::string report = only_report();
   EXPECT_NE(report.find("validation: memory_copy_h2d(stream " + hex(stream_) + ", memory " +
                         hex(memory) + ", offset 4096, host " + hex(host.data()) +
@@ -161,19 +162,18 @@ TEST_F(ValidateTest, CopiesOutOfAnAllocationAreRefused) {
             std::string::npos)
       << report;
 
-  EXPECT_EQ(api_->memory_copy_d2h(stream_, host.data(), memory, 8193, 0),
-            OAR_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(api_->memory_copy_d2h(stream_, host.data(), memory, 8193, 0), OAR_STATUS_OUT_OF_RANGE);
   EXPECT_NE(only_report().find("range [8193, 8193) leaves the 8192-byte allocation"),
             std::string::npos);
 
   // offset + size overflows 64 bits: still refused.
-  EXPECT_EQ(api_->memory_fill(stream_, memory, UINT64_MAX, 0, 2), OAR_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(api_->memory_fill(stream_, memory, UINT64_MAX, 0, 2), OAR_STATUS_OUT_OF_RANGE);
   report = only_report();
   EXPECT_NE(report.find("validation: memory_fill(stream "), std::string::npos) << report;
   EXPECT_NE(report.find("range [18446744073709551615, 2^64 + 1)"), std::string::npos) << report;
 
   oar_memory_t small = allocate(100);
-  EXPECT_EQ(api_->memory_copy_d2d(stream_, memory, 0, small, 50, 51), OAR_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(api_->memory_copy_d2d(stream_, memory, 0, small, 50, 51), OAR_STATUS_OUT_OF_RANGE);
   EXPECT_NE(only_report().find("range [50, 101) leaves the 100-byte allocation " + hex(small)),
             std::string::npos);
 

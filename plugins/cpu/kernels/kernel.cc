@@ -120,7 +120,7 @@ View view_of(const AllocationTable& table, const DLTensor& t, const char* what) 
 }
 
 void launch(const oar_kernel_call_t* call, std::function<void()> work) {
-  call->stream->queue->submit(std::move(work));
+  call->stream->queue->submit(std::move(work), {oar::plugin::TaskInfo::kKernel, 0});
 }
 
 void register_op(const oar::sdk::KernelRegistrar& registrar, const char* op, KernelBody body,
