@@ -23,6 +23,8 @@ struct oar_device_s {
   // device_synchronize racing a stream_destroy never touches a freed queue.
   std::mutex mutex;
   std::unordered_map<oar_stream_s*, std::shared_ptr<oar::plugin::WorkQueue>> streams;
+  // Live events, so that closing the device frees those the caller leaked.
+  std::unordered_set<oar_event_s*> events;
 };
 
 struct oar_stream_s {

@@ -16,10 +16,17 @@ void CpuPlugin::event_create(oar_device_t device, uint32_t flags, oar_event_t* o
   auto event = std::make_unique<oar_event_s>();
   event->device = device;
   event->flags = flags;
+  std::lock_guard<std::mutex> lock(device->mutex);
+  device->events.insert(event.get());
   *out_event = event.release();
 }
 
 void CpuPlugin::event_destroy(oar_event_t event) {
+  if (event == nullptr) return;
+  {
+    std::lock_guard<std::mutex> lock(event->device->mutex);
+    event->device->events.erase(event);
+  }
   // Pending markers are shared with their queues, which complete them anyway.
   delete event;
 }

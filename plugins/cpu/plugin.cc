@@ -150,17 +150,20 @@ void CpuPlugin::device_close(oar_device_t device) {
 
 void CpuPlugin::release_device(oar_device_s* device) {
   std::unordered_map<oar_stream_s*, std::shared_ptr<oar::plugin::WorkQueue>> streams;
+  std::unordered_set<oar_event_s*> events;
   {
     std::lock_guard<std::mutex> lock(device->mutex);
     streams.swap(device->streams);
+    events.swap(device->events);
   }
   auto allocations = allocations_.take_all(device);
-  if (!streams.empty() || !allocations.empty()) {
+  if (!streams.empty() || !events.empty() || !allocations.empty()) {
     oar::sdk::log(OAR_LOG_LEVEL_WARNING, "device closed with " + std::to_string(streams.size()) +
-                                             " stream(s) and " +
-                                             std::to_string(allocations.size()) +
+                                             " stream(s), " + std::to_string(events.size()) +
+                                             " event(s) and " + std::to_string(allocations.size()) +
                                              " allocation(s) still alive; releasing them");
   }
+  for (oar_event_s* event : events) delete event;
   // Streams first: their pending work may still touch the allocations.
   for (auto& [stream, queue] : streams) delete stream;
   streams.clear();
