@@ -12,6 +12,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   # the cpu plugin: BLAS for matmul and conv2d
   libopenblas-dev
+  # the opencl plugin: ICD loader and headers; PoCL is the OpenCL device here
+  ocl-icd-opencl-dev opencl-headers pocl-opencl-icd
 )
 
 sudo=""

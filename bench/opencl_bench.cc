@@ -1,0 +1,325 @@
+// The opencl plugin next to native OpenCL and the cpu plugin, in one run:
+//  - EmptyOp: a 1-element op + stream synchronize through OAR vs the same
+//    kernel through clEnqueueNDRangeKernel + clFinish (own queue, without and
+//    with profiling, which OAR's streams have for timing events); Paired runs
+//    both alternately in one loop and reports the ratio of the medians;
+//  - 64 MiB H2D / D2H through OAR vs blocking clEnqueueWriteBuffer/ReadBuffer;
+//  - f32 matmul 512^3 (GFLOP/s) and a 16 Mi-element f32 add (touched GB/s:
+//    bytes read + written) on opencl and on cpu.
+// Run with --benchmark_repetitions=N --benchmark_report_aggregates_only=true.
+#include <CL/cl.h>
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "oar/oar.hpp"
+#include "oar/ops.hpp"
+
+namespace oar::bench {
+namespace {
+
+constexpr size_t kBytes = 64u << 20;
+constexpr int kMatmulN = 512;
+constexpr size_t kAddElements = 16u << 20;
+
+Runtime& runtime() {
+  static Runtime* instance = [] {
+    RuntimeOptions options;
+    options.use_environment = false;
+    options.search_install_prefix = false;
+    options.plugin_files = {OAR_BENCH_OPENCL_MANIFEST, OAR_BENCH_CPU_MANIFEST};
+    return new Runtime(options);  // lives until exit: benchmarks share it
+  }();
+  return *instance;
+}
+
+Device* opencl() { return runtime().find_device("opencl:0"); }
+Device& cpu() { return runtime().device("cpu:0"); }
+
+std::vector<char>& host_buffer() {
+  static std::vector<char> buffer(kBytes, 1);  // touched: no page faults in the loop
+  return buffer;
+}
+
+// A context and in-order queue of its own on the first OpenCL device, as an
+// application using OpenCL directly would have.
+struct Native {
+  cl_device_id device = nullptr;
+  cl_context context = nullptr;
+  cl_command_queue queue = nullptr;
+  // The same with CL_QUEUE_PROFILING_ENABLE, as OAR's streams are created
+  // (their events time work): shows what profiling itself costs.
+  cl_command_queue profiling_queue = nullptr;
+  cl_program program = nullptr;
+  cl_kernel kernel = nullptr;
+
+  Native() {
+    cl_platform_id platform = nullptr;
+    if (clGetPlatformIDs(1, &platform, nullptr) != CL_SUCCESS ||
+        clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 1, &device, nullptr) != CL_SUCCESS) {
+      return;
+    }
+    cl_int code = CL_SUCCESS;
+    context = clCreateContext(nullptr, 1, &device, nullptr, nullptr, &code);
+    queue = clCreateCommandQueue(context, device, 0, &code);
+    profiling_queue = clCreateCommandQueue(context, device, CL_QUEUE_PROFILING_ENABLE, &code);
+    // The same work and arguments as OAR's f32 neg (kernels/elementwise.cl):
+    // element offsets, a count, a bounds check, load, negate, store.
+    const char* source =
+        "__kernel void neg1(__global const float* a, ulong ao, __global float* y, ulong yo,"
+        "                   long n) {"
+        "  long i = get_global_id(0);"
+        "  if (i >= n) return;"
+        "  y[yo + i] = -a[ao + i];"
+        "}";
+    program = clCreateProgramWithSource(context, 1, &source, nullptr, &code);
+    clBuildProgram(program, 1, &device, "", nullptr, nullptr);
+    kernel = clCreateKernel(program, "neg1", &code);
+  }
+  bool ok() const { return kernel != nullptr; }
+
+  // One round trip: arguments, enqueue, wait.
+  void neg(cl_command_queue on, cl_mem x, cl_mem y) const {
+    const cl_ulong offset = 0;
+    const cl_long count = 1;
+    const size_t global = 1;
+    clSetKernelArg(kernel, 0, sizeof(x), &x);
+    clSetKernelArg(kernel, 1, sizeof(offset), &offset);
+    clSetKernelArg(kernel, 2, sizeof(y), &y);
+    clSetKernelArg(kernel, 3, sizeof(offset), &offset);
+    clSetKernelArg(kernel, 4, sizeof(count), &count);
+    clEnqueueNDRangeKernel(on, kernel, 1, nullptr, &global, nullptr, 0, nullptr, nullptr);
+    clFinish(on);
+  }
+};
+
+Native& native() {
+  static Native* instance = new Native();
+  return *instance;
+}
+
+void set_flops(benchmark::State& state, double flops_per_iteration) {
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      flops_per_iteration * double(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
+}
+
+void set_touched(benchmark::State& state, double bytes_per_iteration) {
+  state.counters["touched_GB/s"] = benchmark::Counter(
+      bytes_per_iteration * double(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
+}
+
+// ---- empty op round trip --------------------------------------------------
+
+void BM_EmptyOp_OAR(benchmark::State& state) {
+  Device* device = opencl();
+  if (device == nullptr) return state.SkipWithError("no opencl device");
+  Stream& stream = device->default_stream();
+  Tensor x = Tensor::empty(*device, {1}, dtype::f32);
+  Tensor y = Tensor::empty(*device, {1}, dtype::f32);
+  float one = 1.0f;
+  x.copy_from_host(stream, &one);
+  const OpId neg("neg");
+  dispatch(stream, neg, {&x}, {&y});  // builds the program outside the loop
+  stream.synchronize();
+  for (auto _ : state) {
+    dispatch(stream, neg, {&x}, {&y});
+    stream.synchronize();
+  }
+}
+BENCHMARK(BM_EmptyOp_OAR)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+void empty_op_native(benchmark::State& state, bool profiling) {
+  Native& n = native();
+  if (!n.ok()) return state.SkipWithError("no OpenCL device");
+  cl_command_queue queue = profiling ? n.profiling_queue : n.queue;
+  cl_int code = CL_SUCCESS;
+  cl_mem x = clCreateBuffer(n.context, CL_MEM_READ_WRITE, 4, nullptr, &code);
+  cl_mem y = clCreateBuffer(n.context, CL_MEM_READ_WRITE, 4, nullptr, &code);
+  for (auto _ : state) n.neg(queue, x, y);
+  clReleaseMemObject(x);
+  clReleaseMemObject(y);
+}
+
+void BM_EmptyOp_Native(benchmark::State& state) { empty_op_native(state, false); }
+BENCHMARK(BM_EmptyOp_Native)->UseRealTime()->Unit(benchmark::kMicrosecond);
+void BM_EmptyOp_NativeProfiling(benchmark::State& state) { empty_op_native(state, true); }
+BENCHMARK(BM_EmptyOp_NativeProfiling)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+double median(std::vector<double> samples) {
+  std::nth_element(samples.begin(), samples.begin() + samples.size() / 2, samples.end());
+  return samples[samples.size() / 2];
+}
+
+// OAR and native round trips alternating in one loop (each goes first every
+// other time), so both see the same machine state: this machine's wake-up
+// latencies drift severalfold over minutes, which separate benchmarks would
+// read as overhead. Reports the medians and their ratio. Argument: 1 when the
+// native queue has profiling on, as OAR's streams do for timing events.
+void BM_EmptyOp_Paired(benchmark::State& state) {
+  Device* device = opencl();
+  Native& n = native();
+  if (device == nullptr || !n.ok()) return state.SkipWithError("no opencl device");
+  cl_command_queue queue = state.range(0) != 0 ? n.profiling_queue : n.queue;
+  Stream& stream = device->default_stream();
+  Tensor x = Tensor::empty(*device, {1}, dtype::f32);
+  Tensor y = Tensor::empty(*device, {1}, dtype::f32);
+  float one = 1.0f;
+  x.copy_from_host(stream, &one);
+  const OpId neg("neg");
+  cl_int code = CL_SUCCESS;
+  cl_mem nx = clCreateBuffer(n.context, CL_MEM_READ_WRITE, 4, nullptr, &code);
+  cl_mem ny = clCreateBuffer(n.context, CL_MEM_READ_WRITE, 4, nullptr, &code);
+  auto through_oar = [&] {
+    dispatch(stream, neg, {&x}, {&y});
+    stream.synchronize();
+  };
+  through_oar();  // builds the program outside the loop
+  n.neg(queue, nx, ny);
+  std::vector<double> oar_us;
+  std::vector<double> native_us;
+  using Clock = std::chrono::steady_clock;
+  auto time_us = [](auto&& body) {
+    auto start = Clock::now();
+    body();
+    return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+  };
+  bool oar_first = true;
+  for (auto _ : state) {
+    if (oar_first) oar_us.push_back(time_us(through_oar));
+    native_us.push_back(time_us([&] { n.neg(queue, nx, ny); }));
+    if (!oar_first) oar_us.push_back(time_us(through_oar));
+    oar_first = !oar_first;
+  }
+  clReleaseMemObject(nx);
+  clReleaseMemObject(ny);
+  const double oar = median(oar_us);
+  const double native = median(native_us);
+  state.counters["oar_us"] = oar;
+  state.counters["native_us"] = native;
+  state.counters["ratio"] = oar / native;
+}
+BENCHMARK(BM_EmptyOp_Paired)->ArgName("native_profiling")->Arg(0)->Arg(1)->Iterations(4000);
+
+// ---- 64 MiB copies --------------------------------------------------------
+
+void BM_H2D64MiB_OAR(benchmark::State& state) {
+  Device* device = opencl();
+  if (device == nullptr) return state.SkipWithError("no opencl device");
+  Buffer buffer = device->allocate(kBytes);
+  Stream& stream = device->default_stream();
+  stream.fill(buffer, 0, 0, kBytes);
+  stream.synchronize();
+  for (auto _ : state) {
+    stream.copy_from_host(buffer, 0, host_buffer().data(), kBytes);
+    stream.synchronize();
+  }
+  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(kBytes));
+}
+BENCHMARK(BM_H2D64MiB_OAR)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_H2D64MiB_Native(benchmark::State& state) {
+  Native& n = native();
+  if (!n.ok()) return state.SkipWithError("no OpenCL device");
+  cl_int code = CL_SUCCESS;
+  cl_mem buffer = clCreateBuffer(n.context, CL_MEM_READ_WRITE, kBytes, nullptr, &code);
+  char zero = 0;
+  clEnqueueFillBuffer(n.queue, buffer, &zero, 1, 0, kBytes, 0, nullptr, nullptr);
+  clFinish(n.queue);
+  for (auto _ : state) {
+    clEnqueueWriteBuffer(n.queue, buffer, CL_TRUE, 0, kBytes, host_buffer().data(), 0, nullptr,
+                         nullptr);
+  }
+  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(kBytes));
+  clReleaseMemObject(buffer);
+}
+BENCHMARK(BM_H2D64MiB_Native)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_D2H64MiB_OAR(benchmark::State& state) {
+  Device* device = opencl();
+  if (device == nullptr) return state.SkipWithError("no opencl device");
+  Buffer buffer = device->allocate(kBytes);
+  Stream& stream = device->default_stream();
+  stream.fill(buffer, 0, 3, kBytes);
+  stream.synchronize();
+  static std::vector<char> destination(kBytes, 2);
+  for (auto _ : state) {
+    stream.copy_to_host(destination.data(), buffer, 0, kBytes);
+    stream.synchronize();
+  }
+  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(kBytes));
+}
+BENCHMARK(BM_D2H64MiB_OAR)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_D2H64MiB_Native(benchmark::State& state) {
+  Native& n = native();
+  if (!n.ok()) return state.SkipWithError("no OpenCL device");
+  cl_int code = CL_SUCCESS;
+  cl_mem buffer = clCreateBuffer(n.context, CL_MEM_READ_WRITE, kBytes, nullptr, &code);
+  char three = 3;
+  clEnqueueFillBuffer(n.queue, buffer, &three, 1, 0, kBytes, 0, nullptr, nullptr);
+  clFinish(n.queue);
+  static std::vector<char> destination(kBytes, 2);
+  for (auto _ : state) {
+    clEnqueueReadBuffer(n.queue, buffer, CL_TRUE, 0, kBytes, destination.data(), 0, nullptr,
+                        nullptr);
+  }
+  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(kBytes));
+  clReleaseMemObject(buffer);
+}
+BENCHMARK(BM_D2H64MiB_Native)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// ---- matmul and add: opencl vs cpu ----------------------------------------
+
+void matmul_on(benchmark::State& state, Device* device) {
+  if (device == nullptr) return state.SkipWithError("no such device");
+  Stream& stream = device->default_stream();
+  const int n = kMatmulN;
+  Tensor a = Tensor::empty(*device, {n, n}, dtype::f32);
+  Tensor b = Tensor::empty(*device, {n, n}, dtype::f32);
+  Tensor c = Tensor::empty(*device, {n, n}, dtype::f32);
+  std::vector<float> host(size_t(n) * n, 0.5f);
+  a.copy_from_host(stream, host.data());
+  b.copy_from_host(stream, host.data());
+  ops::matmul(stream, a, b, c);  // warm: program build, first-use costs
+  stream.synchronize();
+  for (auto _ : state) {
+    ops::matmul(stream, a, b, c);
+    stream.synchronize();
+  }
+  set_flops(state, 2.0 * n * n * n);
+}
+
+void BM_Matmul512_OpenCL(benchmark::State& state) { matmul_on(state, opencl()); }
+BENCHMARK(BM_Matmul512_OpenCL)->UseRealTime()->Unit(benchmark::kMillisecond);
+void BM_Matmul512_Cpu(benchmark::State& state) { matmul_on(state, &cpu()); }
+BENCHMARK(BM_Matmul512_Cpu)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void add_on(benchmark::State& state, Device* device) {
+  if (device == nullptr) return state.SkipWithError("no such device");
+  Stream& stream = device->default_stream();
+  Tensor a = Tensor::empty(*device, {int64_t(kAddElements)}, dtype::f32);
+  Tensor b = Tensor::empty(*device, {int64_t(kAddElements)}, dtype::f32);
+  Tensor c = Tensor::empty(*device, {int64_t(kAddElements)}, dtype::f32);
+  std::vector<float> host(kAddElements, 1.5f);
+  for (Tensor* t : {&a, &b, &c}) t->copy_from_host(stream, host.data());  // touch every page
+  const OpId add("add");
+  dispatch(stream, add, {&a, &b}, {&c});
+  stream.synchronize();
+  for (auto _ : state) {
+    dispatch(stream, add, {&a, &b}, {&c});
+    stream.synchronize();
+  }
+  set_touched(state, 3.0 * kAddElements * sizeof(float));
+}
+
+void BM_Add16Mi_OpenCL(benchmark::State& state) { add_on(state, opencl()); }
+BENCHMARK(BM_Add16Mi_OpenCL)->UseRealTime()->Unit(benchmark::kMillisecond);
+void BM_Add16Mi_Cpu(benchmark::State& state) { add_on(state, &cpu()); }
+BENCHMARK(BM_Add16Mi_Cpu)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace oar::bench
