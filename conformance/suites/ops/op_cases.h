@@ -6,6 +6,7 @@
 
 #include <vector>
 
+#include "conformance/harness/test.h"
 #include "conformance/suites/ops/op_runner.h"
 
 namespace oar::conformance {
@@ -16,5 +17,8 @@ Family op_family(const ops::OpSchema& schema);
 // Every case of |schema| for data dtype |dtype|; |claimed| are the dtype bits
 // the device claims (cast targets).
 std::vector<OpCase> op_cases(const ops::OpSchema& schema, DLDataType dtype, uint32_t claimed);
+
+// The out-of-range index cases of the indexing operators (index_errors.cc).
+void register_index_error_tests(Registry& registry, const oar_device_properties_t& properties);
 
 }  // namespace oar::conformance
