@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "allocation_table.h"
 #include "oar/oar.h"
 #include "oar/sdk/plugin.hpp"
 #include "work_queue.h"
@@ -48,33 +49,10 @@ struct oar_event_s {
 
 namespace oar::cpu {
 
-// The plugin's own allocations, so that a copy or kernel can check its range.
-// A pointer it does not know (memory imported through DLPack from another
-// library) is trusted without a check: the cpu plugin cannot know its size.
-class AllocationTable {
- public:
-  struct Allocation {
-    uint64_t size;
-    uint32_t kind;
-    oar_device_s* device;
-  };
-
-  void insert(void* pointer, Allocation allocation);
-  // Removes |pointer| and returns it; throws INVALID_ARGUMENT if it is unknown
-  // or belongs to another device.
-  Allocation erase(void* pointer, oar_device_s* device);
-  // The allocation |pointer| starts, if the plugin made it.
-  bool find(const void* pointer, Allocation* out) const;
-  // Removes and returns every allocation of |device| (leaked by the caller).
-  std::unordered_map<void*, Allocation> take_all(oar_device_s* device);
-  // Throws OUT_OF_RANGE if [offset, offset + size) leaves a known allocation;
-  // |what| names the operand in the message ("copy destination").
-  void check_range(const void* pointer, uint64_t offset, uint64_t size, const char* what) const;
-
- private:
-  mutable std::mutex mutex_;
-  std::unordered_map<void*, Allocation> allocations_;
-};
+// The plugin's own allocations. A pointer it does not know (memory imported
+// through DLPack from another library) is trusted without a check: the cpu
+// plugin cannot know its size.
+using AllocationTable = oar::plugin::AllocationTable;
 
 // The byte address (memory, offset) names; memory is a host pointer on cpu.
 inline char* address(oar_memory_t memory, uint64_t offset) {
@@ -137,7 +115,7 @@ class CpuPlugin {
   oar_device_properties_t properties_{};
   int32_t device_count_ = 1;
   const char* thread_prefix_ = "oar-cpu-s";
-  AllocationTable allocations_;
+  AllocationTable allocations_{"cpu", AllocationTable::Unknown::kTrust};
 
   // Device memory: |size| bytes (0 still gets a unique block) aligned to
   // properties_.min_alignment, or nullptr when there is none left; may throw.

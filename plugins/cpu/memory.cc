@@ -27,65 +27,6 @@ void submit_copy(oar_stream_t stream, void* dst, const void* src, uint64_t size)
 
 }  // namespace
 
-void AllocationTable::insert(void* pointer, Allocation allocation) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  allocations_.emplace(pointer, allocation);
-}
-
-AllocationTable::Allocation AllocationTable::erase(void* pointer, oar_device_s* device) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto it = allocations_.find(pointer);
-  oar::sdk::require(it != allocations_.end(), OAR_STATUS_INVALID_ARGUMENT,
-                    "memory_free: not an allocation of the cpu plugin (or already freed)");
-  oar::sdk::require(it->second.device == device, OAR_STATUS_INVALID_ARGUMENT,
-                    "memory_free: the allocation belongs to another device handle");
-  Allocation allocation = it->second;
-  allocations_.erase(it);
-  return allocation;
-}
-
-bool AllocationTable::find(const void* pointer, Allocation* out) const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto it = allocations_.find(const_cast<void*>(pointer));
-  if (it == allocations_.end()) return false;
-  *out = it->second;
-  return true;
-}
-
-std::unordered_map<void*, AllocationTable::Allocation> AllocationTable::take_all(
-    oar_device_s* device) {
-  std::unordered_map<void*, Allocation> taken;
-  std::lock_guard<std::mutex> lock(mutex_);
-  for (auto it = allocations_.begin(); it != allocations_.end();) {
-    if (it->second.device != device) {
-      ++it;
-      continue;
-    }
-    taken.emplace(it->first, it->second);
-    it = allocations_.erase(it);
-  }
-  return taken;
-}
-
-void AllocationTable::check_range(const void* pointer, uint64_t offset, uint64_t size,
-                                  const char* what) const {
-  oar::sdk::require(pointer != nullptr, OAR_STATUS_INVALID_ARGUMENT,
-                    std::string(what) + ": memory handle is NULL");
-  uint64_t allocation_size = 0;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = allocations_.find(const_cast<void*>(pointer));
-    if (it == allocations_.end()) return;  // imported memory: size unknown, trusted
-    allocation_size = it->second.size;
-  }
-  // Written so that offset + size cannot overflow.
-  if (offset <= allocation_size && size <= allocation_size - offset) return;
-  throw oar::sdk::Error(OAR_STATUS_OUT_OF_RANGE,
-                        std::string(what) + ": range [offset " + std::to_string(offset) +
-                            ", size " + std::to_string(size) + ") leaves the allocation of size " +
-                            std::to_string(allocation_size));
-}
-
 void CpuPlugin::memory_allocate(oar_device_t device, uint64_t size, uint32_t kind,
                                 oar_memory_t* out_memory) {
   require_not_null(device, "device");

@@ -9,66 +9,6 @@
 
 namespace oar::opencl {
 
-void AllocationTable::insert(cl_mem memory, Allocation allocation) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  allocations_.emplace(memory, allocation);
-}
-
-AllocationTable::Allocation AllocationTable::erase(cl_mem memory, oar_device_s* device) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto it = allocations_.find(memory);
-  oar::sdk::require(it != allocations_.end(), OAR_STATUS_INVALID_ARGUMENT,
-                    "memory_free: not an allocation of the opencl plugin (or already freed)");
-  oar::sdk::require(it->second.device == device, OAR_STATUS_INVALID_ARGUMENT,
-                    "memory_free: the allocation belongs to another device handle");
-  Allocation allocation = it->second;
-  allocations_.erase(it);
-  return allocation;
-}
-
-std::vector<cl_mem> AllocationTable::take_all(oar_device_s* device) {
-  std::vector<cl_mem> taken;
-  std::lock_guard<std::mutex> lock(mutex_);
-  for (auto it = allocations_.begin(); it != allocations_.end();) {
-    if (it->second.device != device) {
-      ++it;
-      continue;
-    }
-    taken.push_back(it->first);
-    it = allocations_.erase(it);
-  }
-  return taken;
-}
-
-void AllocationTable::check_range(cl_mem memory, uint64_t offset, uint64_t size,
-                                  const char* what) const {
-  oar::sdk::require(memory != nullptr, OAR_STATUS_INVALID_ARGUMENT,
-                    std::string(what) + ": memory handle is NULL");
-  uint64_t allocation_size = 0;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = allocations_.find(memory);
-    oar::sdk::require(it != allocations_.end(), OAR_STATUS_INVALID_ARGUMENT,
-                      std::string(what) + ": not an allocation of the opencl plugin");
-    allocation_size = it->second.size;
-  }
-  // Written so that offset + size cannot overflow.
-  if (offset <= allocation_size && size <= allocation_size - offset) return;
-  throw oar::sdk::Error(OAR_STATUS_OUT_OF_RANGE,
-                        std::string(what) + ": range [offset " + std::to_string(offset) +
-                            ", size " + std::to_string(size) + ") leaves the allocation of size " +
-                            std::to_string(allocation_size));
-}
-
-uint64_t AllocationTable::allocated_bytes(const PhysicalDevice* physical) const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  uint64_t total = 0;
-  for (const auto& [memory, allocation] : allocations_) {
-    if (allocation.device->physical == physical) total += allocation.size;
-  }
-  return total;
-}
-
 void OpenclPlugin::memory_allocate(oar_device_t device, uint64_t size, uint32_t kind,
                                    oar_memory_t* out_memory) {
   require_not_null(device, "device");
@@ -94,7 +34,7 @@ void OpenclPlugin::memory_allocate(oar_device_t device, uint64_t size, uint32_t 
                                                      std::to_string(size) + " bytes)"));
   }
   check(code, "memory_allocate: clCreateBuffer");
-  allocations_.insert(memory, {size, device});
+  allocations_.insert(memory, {size, kind, device});
   *out_memory = reinterpret_cast<oar_memory_t>(memory);
 }
 

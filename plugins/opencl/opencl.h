@@ -18,6 +18,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "allocation_table.h"
 #include "error.h"
 #include "oar/oar.h"
 #include "oar/sdk/plugin.hpp"
@@ -111,24 +112,7 @@ namespace oar::opencl {
 
 // The plugin's allocations: a cl_mem is the oar_memory_t; its requested size
 // (a zero-size allocation holds a 1-byte buffer) is kept for range checks.
-class AllocationTable {
- public:
-  struct Allocation {
-    uint64_t size;
-    oar_device_s* device;
-  };
-  void insert(cl_mem memory, Allocation allocation);
-  Allocation erase(cl_mem memory, oar_device_s* device);
-  std::vector<cl_mem> take_all(oar_device_s* device);
-  // Throws OUT_OF_RANGE if [offset, offset + size) leaves the allocation and
-  // INVALID_ARGUMENT if |memory| is not one of the plugin's.
-  void check_range(cl_mem memory, uint64_t offset, uint64_t size, const char* what) const;
-  uint64_t allocated_bytes(const PhysicalDevice* physical) const;
-
- private:
-  mutable std::mutex mutex_;
-  std::unordered_map<cl_mem, Allocation> allocations_;
-};
+using AllocationTable = oar::plugin::AllocationTable;
 
 // Throws INVALID_ARGUMENT naming |what| if |pointer| is NULL.
 inline void require_not_null(const void* pointer, const char* what) {
@@ -194,7 +178,7 @@ class OpenclPlugin {
 
  private:
   std::vector<std::unique_ptr<PhysicalDevice>> devices_;
-  AllocationTable allocations_;
+  AllocationTable allocations_{"opencl", AllocationTable::Unknown::kRefuse};
   std::mutex devices_mutex_;
   std::unordered_set<oar_device_s*> open_;
 

@@ -222,7 +222,7 @@ void OpenclPlugin::release_device(oar_device_s* device) {
     streams.swap(device->streams);
     events.swap(device->events);
   }
-  std::vector<cl_mem> memories = allocations_.take_all(device);
+  auto memories = allocations_.take_all(device);
   if (!streams.empty() || !events.empty() || !memories.empty()) {
     oar::sdk::log(OAR_LOG_LEVEL_WARNING, "opencl: device closed with " +
                                              std::to_string(streams.size()) + " stream(s), " +
@@ -232,7 +232,9 @@ void OpenclPlugin::release_device(oar_device_s* device) {
   }
   for (oar_event_s* event : events) delete event;
   for (oar_stream_s* stream : streams) destroy_stream(stream);
-  for (cl_mem memory : memories) cl().clReleaseMemObject(memory);
+  for (const auto& [memory, allocation] : memories) {
+    cl().clReleaseMemObject(static_cast<cl_mem>(memory));
+  }
   delete device;
 }
 
@@ -268,7 +270,9 @@ void OpenclPlugin::device_memory_info(oar_device_t device, uint64_t* out_free,
   // OpenCL 1.2 has no query for free memory: report what this plugin's live
   // allocations leave of the device's global memory.
   uint64_t total = device->physical->properties.total_memory;
-  uint64_t used = allocations_.allocated_bytes(device->physical);
+  const PhysicalDevice* physical = device->physical;
+  uint64_t used = allocations_.allocated_bytes(
+      [physical](const oar_device_s* owner) { return owner->physical == physical; });
   *out_free = used >= total ? 0 : total - used;
   *out_total = total;
 }

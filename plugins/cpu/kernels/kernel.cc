@@ -126,24 +126,12 @@ void launch(const oar_kernel_call_t* call, std::function<void()> work) {
 void register_op(const oar::sdk::KernelRegistrar& registrar, const char* op, KernelBody body,
                  const std::vector<std::vector<DLDataType>>& signatures, uint32_t flags,
                  AllocationTable* table) {
-  const ops::OpSchema* schema = ops::find_schema(op);
-  oar::sdk::require(schema != nullptr, OAR_STATUS_INTERNAL,
-                    std::string("cpu kernel for unknown operator ") + op);
+  const ops::OpSchema& schema = oar::plugin::schema_of(op, "cpu");
   static std::mutex mutex;
   std::lock_guard<std::mutex> lock(mutex);
-  entries().push_back(std::make_unique<Entry>(Entry{body, schema, table}));
-  Entry* entry = entries().back().get();
-  for (const auto& signature : signatures) {
-    size_t outputs = schema->outputs.size();
-    size_t inputs = signature.size() - outputs;
-    registrar.add_signature(op, signature.data(), inputs, outputs, &run_kernel, flags, entry);
-  }
-}
-
-std::vector<std::vector<DLDataType>> same_signatures(uint32_t bits, size_t inputs, size_t outputs) {
-  std::vector<std::vector<DLDataType>> result;
-  for (DLDataType t : ops::dtypes_in(bits)) result.emplace_back(inputs + outputs, t);
-  return result;
+  entries().push_back(std::make_unique<Entry>(Entry{body, &schema, table}));
+  oar::plugin::register_signatures(registrar, schema, signatures, &run_kernel, flags,
+                                   entries().back().get());
 }
 
 }  // namespace oar::cpu

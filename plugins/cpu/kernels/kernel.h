@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cpu.h"
+#include "kernel_signatures.h"
 #include "oar/ops.hpp"
 
 namespace oar::cpu {
@@ -175,9 +176,7 @@ void register_op(const oar::sdk::KernelRegistrar& registrar, const char* op, Ker
                  const std::vector<std::vector<DLDataType>>& signatures, uint32_t flags,
                  AllocationTable* table);
 
-// Signatures for the common rules: every dtype in |bits| used for all
-// |inputs| + |outputs| tensors (kSame), or inputs of |bits| and bool outputs.
-std::vector<std::vector<DLDataType>> same_signatures(uint32_t bits, size_t inputs, size_t outputs);
+using oar::plugin::same_signatures;
 
 // Each kernels/*.cc file registers its operators' kernels.
 void register_elementwise_kernels(const oar::sdk::KernelRegistrar& registrar,

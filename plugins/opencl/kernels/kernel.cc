@@ -205,24 +205,12 @@ void KernelContext::launch_nd(Source source, DLDataType dtype, const char* kerne
 
 void register_op(const oar::sdk::KernelRegistrar& registrar, const char* op, KernelBody body,
                  const std::vector<std::vector<DLDataType>>& signatures, uint32_t flags) {
-  const ops::OpSchema* schema = ops::find_schema(op);
-  oar::sdk::require(schema != nullptr, OAR_STATUS_INTERNAL,
-                    std::string("opencl kernel for unknown operator ") + op);
+  const ops::OpSchema& schema = oar::plugin::schema_of(op, "opencl");
   static std::mutex mutex;
   std::lock_guard<std::mutex> lock(mutex);
-  entries().push_back(std::make_unique<Entry>(Entry{body, schema}));
-  Entry* entry = entries().back().get();
-  for (const auto& signature : signatures) {
-    size_t outputs = schema->outputs.size();
-    size_t inputs = signature.size() - outputs;
-    registrar.add_signature(op, signature.data(), inputs, outputs, &run_kernel, flags, entry);
-  }
-}
-
-std::vector<std::vector<DLDataType>> same_signatures(uint32_t bits, size_t inputs, size_t outputs) {
-  std::vector<std::vector<DLDataType>> result;
-  for (DLDataType t : ops::dtypes_in(bits)) result.emplace_back(inputs + outputs, t);
-  return result;
+  entries().push_back(std::make_unique<Entry>(Entry{body, &schema}));
+  oar::plugin::register_signatures(registrar, schema, signatures, &run_kernel, flags,
+                                   entries().back().get());
 }
 
 void OpenclPlugin::register_kernels(const oar_kernel_registrar_t* registrar) {

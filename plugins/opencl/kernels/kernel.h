@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "kernel_signatures.h"
 #include "oar/ops.hpp"
 #include "opencl.h"
 
@@ -96,8 +97,7 @@ using KernelBody = void (*)(KernelContext& context);
 // (input dtypes then output dtypes).
 void register_op(const oar::sdk::KernelRegistrar& registrar, const char* op, KernelBody body,
                  const std::vector<std::vector<DLDataType>>& signatures, uint32_t flags = 0);
-// Every dtype of |bits| used for all |inputs| + |outputs| tensors.
-std::vector<std::vector<DLDataType>> same_signatures(uint32_t bits, size_t inputs, size_t outputs);
+using oar::plugin::same_signatures;
 
 // Contiguous (row-major) strides of |shape|.
 void contiguous_strides(int ndim, const int64_t* shape, int64_t* out);
