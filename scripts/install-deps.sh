@@ -14,6 +14,9 @@ packages=(
   libopenblas-dev
   # the opencl plugin: ICD loader and headers; PoCL is the OpenCL device here
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd
+  # the vulkan plugin: loader, shader compiler; Mesa's lavapipe is the device
+  # here, the Khronos validation layer checks the plugin's API use
+  libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers
 )
 
 sudo=""

@@ -1,0 +1,302 @@
+// Facts about the vulkan plugin that the conformance suite does not check:
+// what happens without a driver, that back-to-back operations share command
+// buffer submits, and how VkResult codes become OAR statuses. The plugin is
+// loaded through its C ABI with host services that record its logs.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "error.h"
+#include "oar/oar.h"
+#include "oar/sdk/plugin.hpp"
+
+namespace {
+
+struct Logs {
+  std::mutex mutex;
+  std::vector<std::string> lines;
+  std::string joined() {
+    std::lock_guard<std::mutex> lock(mutex);
+    std::string all;
+    for (const std::string& line : lines) all += line + "\n";
+    return all;
+  }
+};
+
+Logs& logs() {
+  static Logs instance;
+  return instance;
+}
+
+void record_log(void*, int32_t, const char* message) {
+  std::lock_guard<std::mutex> lock(logs().mutex);
+  logs().lines.push_back(message != nullptr ? message : "");
+}
+
+void record_error(void*, oar_status_t code, const char* message) {
+  record_log(nullptr, OAR_LOG_LEVEL_ERROR,
+             ("error " + std::to_string(code) + ": " + (message ? message : "")).c_str());
+}
+
+// The plugin library, loaded and initialized for one test.
+class LoadedPlugin {
+ public:
+  LoadedPlugin() {
+    handle_ = dlopen(OAR_VULKAN_PLUGIN_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+    if (handle_ == nullptr) return;
+    auto query = reinterpret_cast<const oar_plugin_api_t* (*)(uint32_t, uint32_t)>(
+        dlsym(handle_, OAR_PLUGIN_ENTRY_SYMBOL));
+    if (query == nullptr) return;
+    api_ = query(OAR_ABI_MAJOR, OAR_ABI_MINOR);
+    host_.struct_size = OAR_HOST_SERVICES_STRUCT_SIZE;
+    host_.abi_major = OAR_ABI_MAJOR;
+    host_.abi_minor = OAR_ABI_MINOR;
+    host_.report_error = &record_error;
+    host_.log = &record_log;
+    initialized_ = api_ != nullptr && api_->initialize(&host_) == OAR_STATUS_OK;
+  }
+  ~LoadedPlugin() {
+    if (initialized_) api_->finalize();
+    if (handle_ != nullptr) dlclose(handle_);
+  }
+  bool ok() const { return initialized_; }
+  const oar_plugin_api_t* api() const { return api_; }
+
+ private:
+  void* handle_ = nullptr;
+  const oar_plugin_api_t* api_ = nullptr;
+  oar_host_services_t host_{};
+  bool initialized_ = false;
+};
+
+TEST(VulkanPluginTest, ZeroDevicesAndAMessageWithoutADriver) {
+  // The loader finds no ICD: vkCreateInstance fails with
+  // VK_ERROR_INCOMPATIBLE_DRIVER. (gtest_discover_tests runs each test in its
+  // own process, so the variables touch no other test.)
+  setenv("VK_ICD_FILENAMES", "/nonexistent/icd.json", 1);
+  setenv("VK_DRIVER_FILES", "/nonexistent/icd.json", 1);
+  LoadedPlugin plugin;
+  ASSERT_TRUE(plugin.ok()) << "the plugin must load without a driver\n" << logs().joined();
+  int32_t count = -1;
+  ASSERT_EQ(plugin.api()->device_count(&count), OAR_STATUS_OK);
+  EXPECT_EQ(count, 0);
+  std::string text = logs().joined();
+  EXPECT_NE(text.find("no devices"), std::string::npos) << text;
+  EXPECT_NE(text.find("VK_ERROR_INCOMPATIBLE_DRIVER"), std::string::npos) << text;
+  EXPECT_NE(text.find("mesa-vulkan-drivers"), std::string::npos) << "names a fix\n" << text;
+  oar_device_properties_t properties{};
+  properties.struct_size = OAR_DEVICE_PROPERTIES_STRUCT_SIZE;
+  EXPECT_EQ(plugin.api()->device_properties(0, &properties), OAR_STATUS_OUT_OF_RANGE);
+}
+
+TEST(VulkanPluginTest, ZeroDevicesWithoutTheVulkanLoader) {
+  // No libvulkan at all: the plugin opens the loader at run time, so it still
+  // loads, serves zero devices and names the library and the fix. (Each test
+  // runs in its own process: the variable touches no other test.)
+  setenv("OAR_VULKAN_LIBRARY", "/nonexistent/libvulkan.so.1", 1);
+  LoadedPlugin plugin;
+  ASSERT_TRUE(plugin.ok()) << "the plugin must load without a Vulkan loader\n" << logs().joined();
+  int32_t count = -1;
+  ASSERT_EQ(plugin.api()->device_count(&count), OAR_STATUS_OK);
+  EXPECT_EQ(count, 0);
+  std::string text = logs().joined();
+  EXPECT_NE(text.find("no devices"), std::string::npos) << text;
+  EXPECT_NE(text.find("/nonexistent/libvulkan.so.1"), std::string::npos) << text;
+  EXPECT_NE(text.find("libvulkan1"), std::string::npos) << "names a fix\n" << text;
+  EXPECT_NE(text.find("mesa-vulkan-drivers"), std::string::npos) << "names a fix\n" << text;
+}
+
+// Captures the kernels the plugin registers, by "op/<dtype bits>...".
+struct Kernel {
+  oar_kernel_fn fn = nullptr;
+  void* user_data = nullptr;
+};
+using Kernels = std::map<std::string, Kernel>;
+
+oar_status_t capture(void* context, const oar_kernel_def_t* def) {
+  std::string key = def->op_name;
+  for (size_t i = 0; i < def->num_inputs + def->num_outputs; ++i) {
+    key += "/" + std::to_string(def->dtypes[i].code) + ":" + std::to_string(def->dtypes[i].bits);
+  }
+  (*static_cast<Kernels*>(context))[key] = Kernel{def->fn, def->user_data};
+  return OAR_STATUS_OK;
+}
+
+Kernels register_all(const oar_plugin_api_t* api) {
+  Kernels kernels;
+  oar_kernel_registrar_t registrar{OAR_KERNEL_REGISTRAR_STRUCT_SIZE, &kernels, &capture};
+  EXPECT_EQ(api->register_kernels(&registrar), OAR_STATUS_OK);
+  return kernels;
+}
+
+// The plugin logs "<n> operations in <m> submits" (debug) when a stream is
+// destroyed; the submits counted are real vkQueueSubmit calls.
+std::pair<long, long> stream_statistics(const std::string& text) {
+  std::regex pattern("(\\d+) operations in (\\d+) submits");
+  long operations = -1, submits = -1;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), pattern);
+       it != std::sregex_iterator(); ++it) {
+    operations = std::stol((*it)[1]);
+    submits = std::stol((*it)[2]);
+  }
+  return {operations, submits};
+}
+
+TEST(VulkanPluginTest, BackToBackOperationsShareSubmits) {
+  LoadedPlugin plugin;
+  ASSERT_TRUE(plugin.ok()) << logs().joined();
+  const oar_plugin_api_t* api = plugin.api();
+  int32_t count = 0;
+  ASSERT_EQ(api->device_count(&count), OAR_STATUS_OK);
+  if (count == 0) GTEST_SKIP() << "no Vulkan device (lavapipe: mesa-vulkan-drivers)";
+  Kernels kernels = register_all(api);
+  Kernel add = kernels["add/2:32/2:32/2:32"];
+  ASSERT_NE(add.fn, nullptr);
+
+  oar_device_t device = nullptr;
+  ASSERT_EQ(api->device_open(0, &device), OAR_STATUS_OK);
+  oar_stream_t stream = nullptr;
+  ASSERT_EQ(api->stream_create(device, nullptr, &stream), OAR_STATUS_OK);
+  constexpr int64_t kN = 256;
+  oar_memory_t memory = nullptr;
+  ASSERT_EQ(api->memory_allocate(device, 3 * kN * sizeof(float), OAR_MEMORY_KIND_DEVICE, &memory),
+            OAR_STATUS_OK);
+  std::vector<float> ones(kN, 1.0f);
+  ASSERT_EQ(api->memory_copy_h2d(stream, memory, 0, ones.data(), kN * sizeof(float)),
+            OAR_STATUS_OK);
+  ASSERT_EQ(api->memory_fill(stream, memory, kN * sizeof(float), 0, 2 * kN * sizeof(float)),
+            OAR_STATUS_OK);
+
+  // y += x, 100 times back to back, then one synchronize: y == 100.
+  constexpr int kOps = 100;
+  int64_t shape[1] = {kN};
+  int64_t strides[1] = {1};
+  DLTensor x{memory, {kDLVulkan, 0}, 1, {kDLFloat, 32, 1}, shape, strides, 0};
+  DLTensor y = x;
+  y.byte_offset = kN * sizeof(float);
+  DLTensor inputs[2] = {y, x};
+  oar_kernel_call_t call{};
+  call.struct_size = OAR_KERNEL_CALL_STRUCT_SIZE;
+  call.device = device;
+  call.stream = stream;
+  call.inputs = inputs;
+  call.num_inputs = 2;
+  call.outputs = &y;
+  call.num_outputs = 1;
+  call.user_data = add.user_data;
+  for (int i = 0; i < kOps; ++i) ASSERT_EQ(add.fn(&call), OAR_STATUS_OK) << logs().joined();
+  ASSERT_EQ(api->stream_synchronize(stream), OAR_STATUS_OK) << logs().joined();
+  std::vector<float> result(kN, 0.0f);
+  ASSERT_EQ(
+      api->memory_copy_d2h(stream, result.data(), memory, kN * sizeof(float), kN * sizeof(float)),
+      OAR_STATUS_OK);
+  ASSERT_EQ(api->stream_synchronize(stream), OAR_STATUS_OK);
+  EXPECT_EQ(result[0], float(kOps));
+  EXPECT_EQ(result[kN - 1], float(kOps));
+
+  ASSERT_EQ(api->stream_destroy(stream), OAR_STATUS_OK);
+  auto [operations, submits] = stream_statistics(logs().joined());
+  // 1 copy + 1 fill + 100 adds + 1 read back, in batches of at most 64.
+  EXPECT_EQ(operations, 2 + kOps + 1) << logs().joined();
+  EXPECT_GT(submits, 0);
+  EXPECT_LE(submits, 4) << "expected batched submits, got one per operation?";
+  EXPECT_LT(submits, operations);
+  std::printf("%ld operations in %ld submits\n", operations, submits);
+  ASSERT_EQ(api->memory_free(device, memory), OAR_STATUS_OK);
+  ASSERT_EQ(api->device_close(device), OAR_STATUS_OK);
+}
+
+TEST(VulkanPluginTest, OutOfRangeIndexFailsTheStreamFromThatWorkOn) {
+  LoadedPlugin plugin;
+  ASSERT_TRUE(plugin.ok()) << logs().joined();
+  const oar_plugin_api_t* api = plugin.api();
+  int32_t count = 0;
+  ASSERT_EQ(api->device_count(&count), OAR_STATUS_OK);
+  if (count == 0) GTEST_SKIP() << "no Vulkan device (lavapipe: mesa-vulkan-drivers)";
+  Kernels kernels = register_all(api);
+  Kernel index_select = kernels["index_select/2:32/0:64/2:32"];
+  ASSERT_NE(index_select.fn, nullptr);
+  oar_device_t device = nullptr;
+  ASSERT_EQ(api->device_open(0, &device), OAR_STATUS_OK);
+  oar_stream_t stream = nullptr;
+  ASSERT_EQ(api->stream_create(device, nullptr, &stream), OAR_STATUS_OK);
+  oar_event_t before = nullptr, after = nullptr;
+  ASSERT_EQ(api->event_create(device, 0, &before), OAR_STATUS_OK);
+  ASSERT_EQ(api->event_create(device, 0, &after), OAR_STATUS_OK);
+  // x: 4 floats; index: {1, 4} (4 is out of [0, 4)); y: 2 floats.
+  oar_memory_t memory = nullptr;
+  ASSERT_EQ(api->memory_allocate(device, 64, OAR_MEMORY_KIND_DEVICE, &memory), OAR_STATUS_OK);
+  float x_host[4] = {1, 2, 3, 4};
+  int64_t index_host[2] = {1, 4};
+  ASSERT_EQ(api->memory_copy_h2d(stream, memory, 0, x_host, sizeof(x_host)), OAR_STATUS_OK);
+  ASSERT_EQ(api->memory_copy_h2d(stream, memory, 16, index_host, sizeof(index_host)),
+            OAR_STATUS_OK);
+  ASSERT_EQ(api->event_record(before, stream), OAR_STATUS_OK);
+  int64_t x_shape[1] = {4}, index_shape[1] = {2}, y_shape[1] = {2}, strides[1] = {1};
+  DLTensor inputs[2] = {{memory, {kDLVulkan, 0}, 1, {kDLFloat, 32, 1}, x_shape, strides, 0},
+                        {memory, {kDLVulkan, 0}, 1, {kDLInt, 64, 1}, index_shape, strides, 16}};
+  DLTensor y{memory, {kDLVulkan, 0}, 1, {kDLFloat, 32, 1}, y_shape, strides, 32};
+  oar_kernel_call_t call{};
+  call.struct_size = OAR_KERNEL_CALL_STRUCT_SIZE;
+  call.device = device;
+  call.stream = stream;
+  call.inputs = inputs;
+  call.num_inputs = 2;
+  call.outputs = &y;
+  call.num_outputs = 1;
+  call.user_data = index_select.user_data;
+  // The call itself succeeds: the index is only read on the device.
+  ASSERT_EQ(index_select.fn(&call), OAR_STATUS_OK) << logs().joined();
+  ASSERT_EQ(api->event_record(after, stream), OAR_STATUS_OK);
+  EXPECT_EQ(api->stream_synchronize(stream), OAR_STATUS_OUT_OF_RANGE);
+  EXPECT_NE(logs().joined().find("out of range"), std::string::npos) << logs().joined();
+  EXPECT_EQ(api->event_synchronize(before), OAR_STATUS_OK);
+  EXPECT_EQ(api->event_synchronize(after), OAR_STATUS_OUT_OF_RANGE);
+  // A failed stream stays failed.
+  bool idle = false;
+  EXPECT_EQ(api->stream_query(stream, &idle), OAR_STATUS_OUT_OF_RANGE);
+  ASSERT_EQ(api->event_destroy(before), OAR_STATUS_OK);
+  ASSERT_EQ(api->event_destroy(after), OAR_STATUS_OK);
+  ASSERT_EQ(api->stream_destroy(stream), OAR_STATUS_OK);
+  ASSERT_EQ(api->memory_free(device, memory), OAR_STATUS_OK);
+  ASSERT_EQ(api->device_close(device), OAR_STATUS_OK);
+}
+
+TEST(VulkanPluginTest, VkResultBecomesTheMatchingStatusWithItsName) {
+  using oar::vulkan::check;
+  EXPECT_NO_THROW(check(VK_SUCCESS, "vkQueueSubmit"));
+  EXPECT_NO_THROW(check(VK_INCOMPLETE, "vkEnumeratePhysicalDevices"));  // not an error
+  struct Case {
+    VkResult result;
+    oar_status_t status;
+    const char* name;
+  };
+  const Case cases[] = {
+      {VK_ERROR_OUT_OF_DEVICE_MEMORY, OAR_STATUS_RESOURCE_EXHAUSTED,
+       "VK_ERROR_OUT_OF_DEVICE_MEMORY"},
+      {VK_ERROR_OUT_OF_HOST_MEMORY, OAR_STATUS_RESOURCE_EXHAUSTED, "VK_ERROR_OUT_OF_HOST_MEMORY"},
+      {VK_ERROR_DEVICE_LOST, OAR_STATUS_UNAVAILABLE, "VK_ERROR_DEVICE_LOST"},
+      {VK_ERROR_INCOMPATIBLE_DRIVER, OAR_STATUS_UNAVAILABLE, "VK_ERROR_INCOMPATIBLE_DRIVER"},
+      {VK_ERROR_EXTENSION_NOT_PRESENT, OAR_STATUS_UNIMPLEMENTED, "VK_ERROR_EXTENSION_NOT_PRESENT"},
+      {VK_ERROR_UNKNOWN, OAR_STATUS_INTERNAL, "VK_ERROR_UNKNOWN"},
+      {VkResult(-123456), OAR_STATUS_INTERNAL, "VkResult(-123456)"},
+  };
+  for (const Case& c : cases) {
+    try {
+      check(c.result, "vkAllocateMemory");
+      ADD_FAILURE() << c.name << " did not throw";
+    } catch (const oar::sdk::Error& e) {
+      EXPECT_EQ(e.code(), c.status) << c.name;
+      EXPECT_EQ(std::string(e.what()), std::string("vkAllocateMemory failed: ") + c.name);
+    }
+  }
+}
+
+}  // namespace
