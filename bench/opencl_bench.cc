@@ -3,6 +3,11 @@
 //    kernel through clEnqueueNDRangeKernel + clFinish (own queue, without and
 //    with profiling, which OAR's streams have for timing events); Paired runs
 //    both alternately in one loop and reports the ratio of the medians;
+//  - Submit1000: 1000 back-to-back 1-element neg dispatches and one
+//    synchronize through OAR vs 1000 native enqueues (clSetKernelArg x5 +
+//    clEnqueueNDRangeKernel on the profiling queue) and one clFinish: the
+//    host CPU each op costs the submitting thread (cpu_us_per_op), which on a
+//    machine with few cores competes with the driver's worker threads;
 //  - 64 MiB H2D / D2H through OAR vs blocking clEnqueueWriteBuffer/ReadBuffer;
 //  - f32 matmul 512^3 (GFLOP/s) and a 16 Mi-element f32 add (touched GB/s:
 //    bytes read + written) on opencl and on cpu.
@@ -14,6 +19,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <vector>
 
 #include "oar/oar.hpp"
@@ -82,8 +88,8 @@ struct Native {
   }
   bool ok() const { return kernel != nullptr; }
 
-  // One round trip: arguments, enqueue, wait.
-  void neg(cl_command_queue on, cl_mem x, cl_mem y) const {
+  // Arguments and enqueue, no wait.
+  void enqueue_neg(cl_command_queue on, cl_mem x, cl_mem y) const {
     const cl_ulong offset = 0;
     const cl_long count = 1;
     const size_t global = 1;
@@ -93,6 +99,10 @@ struct Native {
     clSetKernelArg(kernel, 3, sizeof(offset), &offset);
     clSetKernelArg(kernel, 4, sizeof(count), &count);
     clEnqueueNDRangeKernel(on, kernel, 1, nullptr, &global, nullptr, 0, nullptr, nullptr);
+  }
+  // One round trip: arguments, enqueue, wait.
+  void neg(cl_command_queue on, cl_mem x, cl_mem y) const {
+    enqueue_neg(on, x, y);
     clFinish(on);
   }
 };
@@ -203,6 +213,79 @@ void BM_EmptyOp_Paired(benchmark::State& state) {
   state.counters["ratio"] = oar / native;
 }
 BENCHMARK(BM_EmptyOp_Paired)->ArgName("native_profiling")->Arg(0)->Arg(1)->Iterations(4000);
+
+// ---- submission cost: 1000 ops, one wait ----------------------------------
+
+constexpr int kSubmitOps = 1000;
+
+// CPU seconds the calling thread has used.
+double thread_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
+}
+
+// Per-op figures of a Submit1000 run: the submitting thread's CPU (the host
+// cost of an op: arguments, checks, enqueue) and wall time.
+void set_per_op(benchmark::State& state, double cpu_seconds, double real_seconds) {
+  double ops = double(state.iterations()) * kSubmitOps;
+  state.counters["cpu_us_per_op"] = cpu_seconds * 1e6 / ops;
+  state.counters["real_us_per_op"] = real_seconds * 1e6 / ops;
+}
+
+// 1000 1-element f32 neg through OAR (dispatch each), then one
+// stream synchronize.
+void BM_Submit1000_OAR(benchmark::State& state) {
+  Device* device = opencl();
+  if (device == nullptr) return state.SkipWithError("no opencl device");
+  Stream& stream = device->default_stream();
+  Tensor x = Tensor::empty(*device, {1}, dtype::f32);
+  Tensor y = Tensor::empty(*device, {1}, dtype::f32);
+  float one = 1.0f;
+  x.copy_from_host(stream, &one);
+  const OpId neg("neg");
+  dispatch(stream, neg, {&x}, {&y});  // builds the program outside the loop
+  stream.synchronize();
+  double cpu = 0;
+  double real = 0;
+  for (auto _ : state) {
+    double cpu_start = thread_cpu_seconds();
+    auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < kSubmitOps; ++i) dispatch(stream, neg, {&x}, {&y});
+    stream.synchronize();
+    real += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    cpu += thread_cpu_seconds() - cpu_start;
+  }
+  set_per_op(state, cpu, real);
+}
+BENCHMARK(BM_Submit1000_OAR)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+// The same kernel signature natively on the profiling queue (as OAR's streams
+// have profiling on): 1000 x (clSetKernelArg x5 + clEnqueueNDRangeKernel),
+// then one clFinish.
+void BM_Submit1000_Native(benchmark::State& state) {
+  Native& n = native();
+  if (!n.ok()) return state.SkipWithError("no OpenCL device");
+  cl_command_queue queue = n.profiling_queue;
+  cl_int code = CL_SUCCESS;
+  cl_mem x = clCreateBuffer(n.context, CL_MEM_READ_WRITE, 4, nullptr, &code);
+  cl_mem y = clCreateBuffer(n.context, CL_MEM_READ_WRITE, 4, nullptr, &code);
+  n.neg(queue, x, y);
+  double cpu = 0;
+  double real = 0;
+  for (auto _ : state) {
+    double cpu_start = thread_cpu_seconds();
+    auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < kSubmitOps; ++i) n.enqueue_neg(queue, x, y);
+    clFinish(queue);
+    real += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    cpu += thread_cpu_seconds() - cpu_start;
+  }
+  set_per_op(state, cpu, real);
+  clReleaseMemObject(x);
+  clReleaseMemObject(y);
+}
+BENCHMARK(BM_Submit1000_Native)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 // ---- 64 MiB copies --------------------------------------------------------
 

@@ -115,9 +115,11 @@ namespace oar::opencl {
 using AllocationTable = oar::plugin::AllocationTable;
 
 // Throws INVALID_ARGUMENT naming |what| if |pointer| is NULL.
+// (The message is built only when it throws: this runs on every call.)
 inline void require_not_null(const void* pointer, const char* what) {
-  oar::sdk::require(pointer != nullptr, OAR_STATUS_INVALID_ARGUMENT,
-                    std::string(what) + " is NULL");
+  if (pointer == nullptr) {
+    throw oar::sdk::Error(OAR_STATUS_INVALID_ARGUMENT, std::string(what) + " is NULL");
+  }
 }
 
 // stream.cc: a new point at the end of |stream|'s work (a marker, or a read

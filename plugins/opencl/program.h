@@ -42,6 +42,20 @@ class ProgramCache {
   static constexpr size_t kSlots = 64;
   KernelSlot& kernel(size_t slot, const char* source_name, const char* source, const char* tag,
                      const char* name);
+  // The same for a name with a fixed |id| (< kRefs, see kernels/kernel.h's
+  // KernelRef): after the first call for (slot, id) the kernel is found
+  // without a lock, a string or a map lookup.
+  static constexpr size_t kRefs = 128;
+  KernelSlot& kernel(size_t slot, size_t id, const char* source_name, const char* source,
+                     const char* tag, const char* name) {
+    if (slot < kSlots && id < kRefs) {
+      KernelSlot* found = resolved_[slot][id].load(std::memory_order_acquire);
+      if (found != nullptr) return *found;
+    }
+    KernelSlot& created = kernel(slot, source_name, source, tag, name);
+    if (slot < kSlots && id < kRefs) resolved_[slot][id].store(&created, std::memory_order_release);
+    return created;
+  }
 
   // How programs were obtained since start: for the log and the tests.
   int compiled() const { return compiled_; }
@@ -61,6 +75,8 @@ class ProgramCache {
   std::mutex mutex_;
   std::map<std::string, std::unique_ptr<Program>> programs_;
   Program* slots_[kSlots] = {};
+  // Kernel slots by (slot, KernelRef id); a KernelSlot lives as long as this.
+  std::atomic<KernelSlot*> resolved_[kSlots][kRefs] = {};
   std::atomic<int> compiled_{0};
   std::atomic<int> loaded_{0};
 };

@@ -2,7 +2,11 @@
 // binary with NumPy broadcasting, comparisons, where, cast and fill.
 #include <cmath>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "kernels/kernel.h"
 
@@ -46,16 +50,9 @@ bool same_shape(const View& a, const View& b) {
   return true;
 }
 
-// The kernel of kernels/elementwise.cl for each operator.
-const char* unary_kernel(const std::string& op, const KernelContext& context) {
-  if (op == "gelu") {
-    std::string approximate = context.attrs.get_string("approximate");
-    if (approximate == "tanh") return "u_gelu_tanh";
-    oar::sdk::require(
-        approximate == "none", OAR_STATUS_INVALID_ARGUMENT,
-        "gelu: approximate must be \"none\" or \"tanh\", not \"" + approximate + "\"");
-    return "u_gelu";
-  }
+// The kernel of kernels/elementwise.cl for each unary operator but gelu
+// (which depends on its attribute), resolved once at registration.
+const KernelRef* const* unary_kernels(const std::string& op) {
   static const char* const kNames[][2] = {{"neg", "u_neg"},   {"abs", "u_abs"},
                                           {"exp", "u_exp"},   {"log", "u_log"},
                                           {"sqrt", "u_sqrt"}, {"rsqrt", "u_rsqrt"},
@@ -64,10 +61,34 @@ const char* unary_kernel(const std::string& op, const KernelContext& context) {
                                           {"relu", "u_relu"}, {"silu", "u_silu"},
                                           {"erf", "u_erf"},   {"floor", "u_floor"},
                                           {"ceil", "u_ceil"}, {"reciprocal", "u_reciprocal"}};
-  for (const auto& entry : kNames) {
-    if (op == entry[0]) return entry[1];
+  constexpr size_t kCount = sizeof(kNames) / sizeof(kNames[0]);
+  // One entry per operator, each a one-element array for KernelContext::kernels.
+  static const auto* refs = [] {
+    auto* all = new std::vector<std::unique_ptr<KernelRef>>();  // lives as long as the process
+    auto* pointers = new const KernelRef*[kCount];
+    for (size_t i = 0; i < kCount; ++i) {
+      all->push_back(std::make_unique<KernelRef>(kNames[i][1]));
+      pointers[i] = all->back().get();
+    }
+    return pointers;
+  }();
+  for (size_t i = 0; i < kCount; ++i) {
+    if (op == kNames[i][0]) return &refs[i];
   }
-  throw oar::sdk::Error(OAR_STATUS_INTERNAL, "opencl: no unary kernel for " + op);
+  return nullptr;  // gelu, or an operator unary_body refuses
+}
+
+// gelu's kernel for its attribute (the unary operators without a KernelRef).
+const char* gelu_kernel(const KernelContext& context) {
+  std::string op = context.schema.name;
+  if (op != "gelu") {
+    throw oar::sdk::Error(OAR_STATUS_INTERNAL, "opencl: no unary kernel for " + op);
+  }
+  std::string approximate = context.attrs.get_string("approximate");
+  if (approximate == "tanh") return "u_gelu_tanh";
+  oar::sdk::require(approximate == "none", OAR_STATUS_INVALID_ARGUMENT,
+                    "gelu: approximate must be \"none\" or \"tanh\", not \"" + approximate + "\"");
+  return "u_gelu";
 }
 
 void unary_body(KernelContext& context) {
@@ -76,14 +97,34 @@ void unary_body(KernelContext& context) {
   int64_t n = y.numel();
   cl_ulong xo = x.offset;
   cl_ulong yo = y.offset;
-  context.launch(Source::kElementwise, x.dtype, unary_kernel(context.schema.name, context), n,
+  if (context.kernels != nullptr) {
+    context.launch(Source::kElementwise, x.dtype, *context.kernels[0], n,
+                   {x.memory, xo, y.memory, yo, n});
+    return;
+  }
+  context.launch(Source::kElementwise, x.dtype, gelu_kernel(context), n,
                  {x.memory, xo, y.memory, yo, n});
 }
 
-// Binary operators and comparisons: "b_add", "c_lt", ...
+// Binary operators and comparisons: "b_add_c" (contiguous, same shapes) and
+// "b_add_s" (strided, broadcast), "c_lt_c", ...; made once at registration.
+const KernelRef* const* binary_kernels(const ops::OpSchema& schema) {
+  std::string base =
+      std::string(std::string(schema.category) == "compare" ? "c_" : "b_") + schema.name;
+  // Registration may run once per plugin instance: one pair per operator.
+  static std::mutex mutex;
+  static auto* made = new std::unordered_map<std::string, const KernelRef**>();
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = made->find(base);
+  if (it != made->end()) return it->second;
+  auto* names = new std::string[2]{base + "_c", base + "_s"};  // lives as long as the process
+  auto** pair =
+      new const KernelRef* [2] { new KernelRef(names[0].c_str()), new KernelRef(names[1].c_str()) };
+  made->emplace(base, pair);
+  return pair;
+}
+
 void binary_body(KernelContext& context) {
-  std::string op = context.schema.name;
-  std::string base = (std::string(context.schema.category) == "compare" ? "c_" : "b_") + op;
   const View& a = context.inputs[0];
   const View& b = context.inputs[1];
   const View& y = context.outputs[0];
@@ -93,14 +134,13 @@ void binary_body(KernelContext& context) {
     cl_ulong ao = a.offset;
     cl_ulong bo = b.offset;
     cl_ulong yo = y.offset;
-    std::string name = base + "_c";
-    context.launch(Source::kElementwise, a.dtype, name.c_str(), n,
+    context.launch(Source::kElementwise, a.dtype, *context.kernels[0], n,
                    {a.memory, ao, b.memory, bo, y.memory, yo, n});
     return;
   }
   Geo g = broadcast_geo(context, 0, 2);
-  std::string name = base + "_s";
-  context.launch(Source::kElementwise, a.dtype, name.c_str(), n, {a.memory, b.memory, y.memory, g});
+  context.launch(Source::kElementwise, a.dtype, *context.kernels[1], n,
+                 {a.memory, b.memory, y.memory, g});
 }
 
 void where_body(KernelContext& context) {
@@ -244,15 +284,17 @@ void register_elementwise_kernels(const oar::sdk::KernelRegistrar& registrar) {
   for (const ops::OpSchema& schema : ops::schemas()) {
     std::string category = schema.category;
     if (category == "unary") {
-      register_op(registrar, schema.name, unary_body, same_signatures(schema.dtypes, 1, 1));
+      register_op(registrar, schema.name, unary_body, same_signatures(schema.dtypes, 1, 1), 0,
+                  unary_kernels(schema.name));
     } else if (category == "binary" && schema.rule == ops::DtypeRule::kSame) {
-      register_op(registrar, schema.name, binary_body, same_signatures(schema.dtypes, 2, 1));
+      register_op(registrar, schema.name, binary_body, same_signatures(schema.dtypes, 2, 1), 0,
+                  binary_kernels(schema));
     } else if (category == "compare") {
       std::vector<std::vector<DLDataType>> signatures;
       for (DLDataType t : ops::dtypes_in(schema.dtypes)) {
         signatures.push_back({t, t, dtype::boolean});
       }
-      register_op(registrar, schema.name, binary_body, signatures);
+      register_op(registrar, schema.name, binary_body, signatures, 0, binary_kernels(schema));
     }
   }
   std::vector<std::vector<DLDataType>> casts, wheres;

@@ -1,5 +1,6 @@
 #include "kernels/kernel.h"
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 
@@ -15,6 +16,7 @@ namespace {
 struct Entry {
   KernelBody body;
   const ops::OpSchema* schema;
+  const KernelRef* const* kernels;
 };
 
 std::vector<std::unique_ptr<Entry>>& entries() {
@@ -22,10 +24,13 @@ std::vector<std::unique_ptr<Entry>>& entries() {
   return all;
 }
 
-View view_of(const DLTensor& t, const char* what) {
-  oar::sdk::require(t.ndim <= ops::kMaxDims, OAR_STATUS_INVALID_ARGUMENT,
-                    std::string(what) + " has more than 8 dimensions");
-  View v;
+// Fills |v| with |t| after checking its range; builds no message unless it
+// throws.
+void view_of(const DLTensor& t, const char* what, View& v) {
+  if (t.ndim > ops::kMaxDims) {
+    throw oar::sdk::Error(OAR_STATUS_INVALID_ARGUMENT,
+                          std::string(what) + " has more than 8 dimensions");
+  }
   v.memory = reinterpret_cast<cl_mem>(t.data);
   v.offset = t.byte_offset;
   v.dtype = t.dtype;
@@ -44,12 +49,21 @@ View view_of(const DLTensor& t, const char* what) {
     (reach < 0 ? low : high) += reach;
   }
   uint64_t element = uint64_t(t.dtype.bits / 8);
-  oar::sdk::require(empty || uint64_t(-low) * element <= t.byte_offset, OAR_STATUS_OUT_OF_RANGE,
-                    std::string(what) + ": negative strides reach before the allocation");
+  if (!(empty || uint64_t(-low) * element <= t.byte_offset)) {
+    throw oar::sdk::Error(OAR_STATUS_OUT_OF_RANGE,
+                          std::string(what) + ": negative strides reach before the allocation");
+  }
   uint64_t start = empty ? t.byte_offset : t.byte_offset - uint64_t(-low) * element;
   uint64_t bytes = empty ? 0 : uint64_t(high - low + 1) * element;
+  // The common case checked here without building check_range's messages;
+  // anything else (NULL, unknown, out of range) through check_range, which
+  // throws with them.
+  AllocationTable::Allocation allocation;
+  if (v.memory != nullptr && plugin().allocations().find(v.memory, &allocation) &&
+      start <= allocation.size && bytes <= allocation.size - start) {
+    return;
+  }
   plugin().allocations().check_range(v.memory, start, bytes, what);
-  return v;
 }
 
 oar_status_t run_kernel(const oar_kernel_call_t* call) {
@@ -58,14 +72,15 @@ oar_status_t run_kernel(const oar_kernel_call_t* call) {
     const auto* entry = static_cast<const Entry*>(call->user_data);
     require_not_null(entry, "kernel call user_data");
     KernelContext context{
-        call, *entry->schema, ops::Attrs(*entry->schema, call->attrs, call->num_attrs), {}, {}};
+        call, *entry->schema, ops::Attrs(*entry->schema, call->attrs, call->num_attrs), {},
+        {},   entry->kernels};
     context.inputs.reserve(call->num_inputs);
     context.outputs.reserve(call->num_outputs);
     for (size_t i = 0; i < call->num_inputs; ++i) {
-      context.inputs.push_back(view_of(call->inputs[i], "input"));
+      view_of(call->inputs[i], "input", context.inputs.add());
     }
     for (size_t i = 0; i < call->num_outputs; ++i) {
-      context.outputs.push_back(view_of(call->outputs[i], "output"));
+      view_of(call->outputs[i], "output", context.outputs.add());
     }
     entry->body(context);
   });
@@ -88,18 +103,34 @@ SourceInfo source_info(Source source) {
   return {"", ""};
 }
 
+// The program slot of (source, dtype): one per dtype bit (1 << 0 .. 1 << 6).
+// Throws for dtypes outside the set and for f64 without cl_khr_fp64.
+size_t program_slot(const KernelContext& context, Source source, DLDataType dtype,
+                    const char** tag) {
+  uint32_t bit = ops::dtype_bit(dtype);
+  if (bit == ops::kF64 && !context.device().fp64) {
+    throw oar::sdk::Error(
+        OAR_STATUS_UNIMPLEMENTED,
+        std::string(context.schema.name) + ": the device has no cl_khr_fp64, so no f64 kernels");
+  }
+  *tag = dtype_tag(dtype);  // throws for dtypes outside the set
+  return size_t(source) * 8 + size_t(__builtin_ctz(bit));
+}
+
 KernelSlot& find_kernel(const KernelContext& context, Source source, DLDataType dtype,
                         const char* kernel) {
-  PhysicalDevice& device = context.device();
-  uint32_t bit = ops::dtype_bit(dtype);
-  oar::sdk::require(
-      !(bit == ops::kF64 && !device.fp64), OAR_STATUS_UNIMPLEMENTED,
-      std::string(context.schema.name) + ": the device has no cl_khr_fp64, so no f64 kernels");
-  const char* tag = dtype_tag(dtype);  // throws for dtypes outside the set
-  // One slot per (source, dtype bit): bits are 1 << 0 .. 1 << 6.
-  size_t slot = size_t(source) * 8 + size_t(__builtin_ctz(bit));
+  const char* tag = nullptr;
+  size_t slot = program_slot(context, source, dtype, &tag);
   SourceInfo info = source_info(source);
-  return device.programs->kernel(slot, info.name, info.text, tag, kernel);
+  return context.device().programs->kernel(slot, info.name, info.text, tag, kernel);
+}
+
+KernelSlot& find_kernel(const KernelContext& context, Source source, DLDataType dtype,
+                        const KernelRef& kernel) {
+  const char* tag = nullptr;
+  size_t slot = program_slot(context, source, dtype, &tag);
+  SourceInfo info = source_info(source);
+  return context.device().programs->kernel(slot, kernel.id, info.name, info.text, tag, kernel.name);
 }
 
 void enqueue(const KernelContext& context, KernelSlot& slot, const char* kernel, cl_uint dims,
@@ -116,9 +147,36 @@ void enqueue(const KernelContext& context, KernelSlot& slot, const char* kernel,
     }
     ++index;
   }
-  check(cl().clEnqueueNDRangeKernel(context.call->stream->queue, slot.kernel, dims, nullptr, global,
-                                    local, 0, nullptr, nullptr),
-        (std::string("clEnqueueNDRangeKernel(") + kernel + ")").c_str());
+  cl_int code = cl().clEnqueueNDRangeKernel(context.call->stream->queue, slot.kernel, dims, nullptr,
+                                            global, local, 0, nullptr, nullptr);
+  if (code != CL_SUCCESS) {
+    check(code, (std::string("clEnqueueNDRangeKernel(") + kernel + ")").c_str());
+  }
+}
+
+// The 1-D range of launch: |global| work-items, padded to the work-group
+// size unless one small group does.
+template <typename Kernel>
+void launch_1d(const KernelContext& context, Source source, DLDataType dtype, const Kernel& kernel,
+               const char* name, int64_t global, std::initializer_list<KArg> args) {
+  if (global <= 0) return;
+  KernelSlot& slot = find_kernel(context, source, dtype, kernel);
+  size_t most = context.device().max_work_group_size;
+  size_t group = most < 64 ? most : 64;
+  if (size_t(global) <= group) {
+    // One small group: let the driver pick its shape, as a plain
+    // clEnqueueNDRangeKernel would (PoCL runs a 1-item range faster).
+    size_t exact = size_t(global);
+    enqueue(context, slot, name, 1, &exact, nullptr, args);
+    return;
+  }
+  size_t padded = (size_t(global) + group - 1) / group * group;
+  enqueue(context, slot, name, 1, &padded, &group, args);
+}
+
+std::atomic<size_t>& next_ref_id() {
+  static std::atomic<size_t> next{0};
+  return next;
 }
 
 }  // namespace
@@ -177,20 +235,22 @@ int normalize_axis(int64_t axis, int rank, const char* what) {
   return int(axis < 0 ? axis + rank : axis);
 }
 
+KernelRef::KernelRef(const char* kernel_name) : name(kernel_name), id(next_ref_id()++) {}
+
+void ViewList::reserve(size_t count) {
+  if (count <= kInline) return;
+  heap_.reset(new unsigned char[count * sizeof(View)]);
+  data_ = reinterpret_cast<View*>(heap_.get());
+}
+
 void KernelContext::launch(Source source, DLDataType dtype, const char* kernel, int64_t global,
                            std::initializer_list<KArg> args) const {
-  if (global <= 0) return;
-  KernelSlot& slot = find_kernel(*this, source, dtype, kernel);
-  size_t group = device().max_work_group_size < 64 ? device().max_work_group_size : 64;
-  if (size_t(global) <= group) {
-    // One small group: let the driver pick its shape, as a plain
-    // clEnqueueNDRangeKernel would (PoCL runs a 1-item range faster).
-    size_t exact = size_t(global);
-    enqueue(*this, slot, kernel, 1, &exact, nullptr, args);
-    return;
-  }
-  size_t padded = (size_t(global) + group - 1) / group * group;
-  enqueue(*this, slot, kernel, 1, &padded, &group, args);
+  launch_1d(*this, source, dtype, kernel, kernel, global, args);
+}
+
+void KernelContext::launch(Source source, DLDataType dtype, const KernelRef& kernel, int64_t global,
+                           std::initializer_list<KArg> args) const {
+  launch_1d(*this, source, dtype, kernel, kernel.name, global, args);
 }
 
 void KernelContext::launch_nd(Source source, DLDataType dtype, const char* kernel, cl_uint dims,
@@ -204,11 +264,12 @@ void KernelContext::launch_nd(Source source, DLDataType dtype, const char* kerne
 }
 
 void register_op(const oar::sdk::KernelRegistrar& registrar, const char* op, KernelBody body,
-                 const std::vector<std::vector<DLDataType>>& signatures, uint32_t flags) {
+                 const std::vector<std::vector<DLDataType>>& signatures, uint32_t flags,
+                 const KernelRef* const* kernels) {
   const ops::OpSchema& schema = oar::plugin::schema_of(op, "opencl");
   static std::mutex mutex;
   std::lock_guard<std::mutex> lock(mutex);
-  entries().push_back(std::make_unique<Entry>(Entry{body, &schema}));
+  entries().push_back(std::make_unique<Entry>(Entry{body, &schema, kernels}));
   oar::plugin::register_signatures(registrar, schema, signatures, &run_kernel, flags,
                                    entries().back().get());
 }

@@ -7,7 +7,10 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <memory>
+#include <new>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "kernel_signatures.h"
@@ -69,12 +72,52 @@ struct Real {
   bool is_wide;
 };
 
+// A kernel name of static storage with a fixed id, so that a launch finds its
+// cl_kernel without building, hashing or comparing strings (ProgramCache keeps
+// the kernels resolved per id). Ids are handed out once per process, in order;
+// those past ProgramCache::kRefs are looked up by name as before.
+struct KernelRef {
+  explicit KernelRef(const char* kernel_name);
+  const char* name;
+  size_t id;
+};
+
+// The views of a call's inputs or outputs: inline for the usual few, on the
+// heap only for more (a long concat), so that a call allocates nothing.
+class ViewList {
+ public:
+  ViewList() = default;
+  ViewList(const ViewList&) = delete;
+  ViewList& operator=(const ViewList&) = delete;
+  // Room for |count| views (call once, before the first add).
+  void reserve(size_t count);
+  // A new zeroed view at the end (no more than reserved).
+  View& add() { return *new (data_ + size_++) View(); }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const View& operator[](size_t i) const { return data_[i]; }
+  View& operator[](size_t i) { return data_[i]; }
+  const View* begin() const { return data_; }
+  const View* end() const { return data_ + size_; }
+
+ private:
+  static constexpr size_t kInline = 4;
+  static_assert(std::is_trivially_destructible<View>::value, "views are never destroyed");
+  alignas(View) unsigned char inline_[kInline * sizeof(View)];  // raw: no zeroing per call
+  std::unique_ptr<unsigned char[]> heap_;
+  View* data_ = reinterpret_cast<View*>(inline_);
+  size_t size_ = 0;
+};
+
 struct KernelContext {
   const oar_kernel_call_t* call;
   const ops::OpSchema& schema;
   ops::Attrs attrs;
-  std::vector<View> inputs;
-  std::vector<View> outputs;
+  ViewList inputs;
+  ViewList outputs;
+  // What register_op was given for the operator (body-specific: unary's
+  // kernel, binary's contiguous and strided kernels); may be null.
+  const KernelRef* const* kernels = nullptr;
 
   PhysicalDevice& device() const { return *call->device->physical; }
   Real real(double value) const { return {value, float(value), device().fp64}; }
@@ -83,6 +126,9 @@ struct KernelContext {
   // Enqueues |kernel| of |source| built for |dtype| over |global| work-items
   // (1-D, padded to the work-group size; kernels check their bound).
   void launch(Source source, DLDataType dtype, const char* kernel, int64_t global,
+              std::initializer_list<KArg> args) const;
+  // The same for a kernel resolved once (no lookup by name after the first).
+  void launch(Source source, DLDataType dtype, const KernelRef& kernel, int64_t global,
               std::initializer_list<KArg> args) const;
   // The same with an explicit N-D range and work-group size.
   void launch_nd(Source source, DLDataType dtype, const char* kernel, cl_uint dims,
@@ -95,8 +141,10 @@ using KernelBody = void (*)(KernelContext& context);
 
 // Registers |body| for |op| with one signature per entry of |signatures|
 // (input dtypes then output dtypes).
+// |kernels| (static storage, may be null) becomes KernelContext::kernels.
 void register_op(const oar::sdk::KernelRegistrar& registrar, const char* op, KernelBody body,
-                 const std::vector<std::vector<DLDataType>>& signatures, uint32_t flags = 0);
+                 const std::vector<std::vector<DLDataType>>& signatures, uint32_t flags = 0,
+                 const KernelRef* const* kernels = nullptr);
 using oar::plugin::same_signatures;
 
 // Contiguous (row-major) strides of |shape|.
