@@ -618,13 +618,16 @@ uint32_t dtype_bit(DLDataType t) {
   if (t.lanes != 1) return 0;
   switch (t.code) {
     case kDLFloat:
-      return t.bits == 16 ? kF16 : t.bits == 32 ? kF32 : t.bits == 64 ? kF64 : 0;
+      if (t.bits == 16) return kF16;
+      if (t.bits == 32) return kF32;
+      return t.bits == 64 ? uint32_t(kF64) : 0;
     case kDLBfloat:
-      return t.bits == 16 ? kBF16 : 0;
+      return t.bits == 16 ? uint32_t(kBF16) : 0;
     case kDLInt:
-      return t.bits == 32 ? kI32 : t.bits == 64 ? kI64 : 0;
+      if (t.bits == 32) return kI32;
+      return t.bits == 64 ? uint32_t(kI64) : 0;
     case dtype::kDLBoolCode:
-      return t.bits == 8 ? kBool : 0;
+      return t.bits == 8 ? uint32_t(kBool) : 0;
     default:
       return 0;
   }
