@@ -192,6 +192,10 @@ void allocate_max(TestContext& context) {
 }
 
 // 32 rounds of allocate, fill and free 64 MiB: memory_free must give it back.
+// On devices whose memory is the host's (cpu, PoCL, lavapipe), free memory is
+// the machine's, and another process may take some meanwhile: a drop beyond
+// the allowance is checked once more with a second batch, since a leak repeats
+// (2 GiB a batch) while another process's use rarely does.
 void no_leak(TestContext& context) {
   Device& device = context.device;
   if (device.api().device_memory_info == nullptr) {
@@ -201,17 +205,25 @@ void no_leak(TestContext& context) {
   constexpr uint64_t kAllowedDrop = uint64_t(512) << 20;
   if (device.properties().max_allocation_size < kChunk) skip("max_allocation_size < 64 MiB");
   Stream stream = device.create_stream();
-  const uint64_t before = device.memory_info().free;
-  for (int round = 0; round < 32; ++round) {
-    Buffer buffer = device.allocate_uncached(kChunk);
-    stream.fill(buffer, 0, uint8_t(round), kChunk);
-    stream.synchronize();  // memory_free frees at once: no work may be pending
-  }
-  const uint64_t after = device.memory_info().free;
-  expect(after + kAllowedDrop >= before,
-         "free device memory dropped by " + std::to_string((before - after) >> 20) +
-             " MiB over 32 rounds of allocate/fill/free of 64 MiB (allowed: 512 MiB): "
-             "memory_free does not release memory");
+  // Free memory lost over one batch of 32 rounds.
+  auto batch_drop = [&] {
+    const uint64_t before = device.memory_info().free;
+    for (int round = 0; round < 32; ++round) {
+      Buffer buffer = device.allocate_uncached(kChunk);
+      stream.fill(buffer, 0, uint8_t(round), kChunk);
+      stream.synchronize();  // memory_free frees at once: no work may be pending
+    }
+    const uint64_t after = device.memory_info().free;
+    return before > after ? before - after : 0;
+  };
+  const uint64_t first = batch_drop();
+  if (first <= kAllowedDrop) return;
+  const uint64_t second = batch_drop();
+  expect(second <= kAllowedDrop,
+         "free device memory dropped by " + std::to_string(first >> 20) + " MiB, then by " +
+             std::to_string(second >> 20) +
+             " MiB, over two batches of 32 rounds of allocate/fill/free of 64 MiB (allowed: "
+             "512 MiB a batch): memory_free does not release memory");
 }
 
 }  // namespace
