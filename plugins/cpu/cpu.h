@@ -137,10 +137,6 @@ class CpuPlugin {
   void release_device(oar_device_s* device);
 };
 
-// Throws INVALID_ARGUMENT naming |what| if |pointer| is NULL.
-inline void require_not_null(const void* pointer, const char* what) {
-  oar::sdk::require(pointer != nullptr, OAR_STATUS_INVALID_ARGUMENT,
-                    std::string(what) + " is NULL");
-}
+using oar::sdk::require_not_null;
 
 }  // namespace oar::cpu

@@ -9,10 +9,7 @@ namespace oar::cpu {
 void CpuPlugin::event_create(oar_device_t device, uint32_t flags, oar_event_t* out_event) {
   require_not_null(device, "device");
   require_not_null(out_event, "out_event");
-  oar::sdk::require((flags & ~static_cast<uint32_t>(OAR_EVENT_FLAG_TIMING)) == 0,
-                    OAR_STATUS_INVALID_ARGUMENT,
-                    "event_create: unknown flags in " + std::to_string(flags) +
-                        " (only OAR_EVENT_FLAG_TIMING is defined)");
+  oar::sdk::check_event_flags(flags, /*timing_supported=*/true);
   auto event = std::make_unique<oar_event_s>();
   event->device = device;
   event->flags = flags;

@@ -29,13 +29,8 @@ bool completed(const Record& record) {
 void OpenclPlugin::event_create(oar_device_t device, uint32_t flags, oar_event_t* out_event) {
   require_not_null(device, "device");
   require_not_null(out_event, "out_event");
-  oar::sdk::require((flags & ~static_cast<uint32_t>(OAR_EVENT_FLAG_TIMING)) == 0,
-                    OAR_STATUS_INVALID_ARGUMENT,
-                    "event_create: unknown flags in " + std::to_string(flags) +
-                        " (only OAR_EVENT_FLAG_TIMING is defined)");
-  oar::sdk::require(
-      (flags & OAR_EVENT_FLAG_TIMING) == 0 || device->physical->profiling, OAR_STATUS_UNIMPLEMENTED,
-      "event_create: OAR_EVENT_FLAG_TIMING needs a device whose queues support profiling");
+  oar::sdk::check_event_flags(flags, device->physical->profiling,
+                              "the device's queues do not support profiling");
   auto event = std::make_unique<oar_event_s>();
   event->device = device;
   event->flags = flags;

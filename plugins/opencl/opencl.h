@@ -114,13 +114,7 @@ namespace oar::opencl {
 // (a zero-size allocation holds a 1-byte buffer) is kept for range checks.
 using AllocationTable = oar::plugin::AllocationTable;
 
-// Throws INVALID_ARGUMENT naming |what| if |pointer| is NULL.
-// (The message is built only when it throws: this runs on every call.)
-inline void require_not_null(const void* pointer, const char* what) {
-  if (pointer == nullptr) {
-    throw oar::sdk::Error(OAR_STATUS_INVALID_ARGUMENT, std::string(what) + " is NULL");
-  }
-}
+using oar::sdk::require_not_null;
 
 // stream.cc: a new point at the end of |stream|'s work (a marker, or a read
 // of the error flag where the stream has one). Flushes the queue so that the

@@ -16,12 +16,8 @@ void destroy_event(oar_event_t event) {
 void VulkanPlugin::event_create(oar_device_t device, uint32_t flags, oar_event_t* out_event) {
   require_not_null(device, "device");
   require_not_null(out_event, "out_event");
-  oar::sdk::require((flags & ~uint32_t(OAR_EVENT_FLAG_TIMING)) == 0, OAR_STATUS_INVALID_ARGUMENT,
-                    "event_create: unknown flags in " + std::to_string(flags) +
-                        " (only OAR_EVENT_FLAG_TIMING is defined)");
-  oar::sdk::require((flags & OAR_EVENT_FLAG_TIMING) == 0 || device->physical->timestamps,
-                    OAR_STATUS_UNIMPLEMENTED,
-                    "event_create: this device's compute queue has no timestamps");
+  oar::sdk::check_event_flags(flags, device->physical->timestamps,
+                              "this device's compute queue has no timestamps");
   auto event = std::make_unique<oar_event_s>();
   event->device = device;
   event->flags = flags;

@@ -473,13 +473,8 @@ void VulkanPlugin::stream_create(oar_device_t device, const oar_stream_desc_t* d
                                  oar_stream_t* out_stream) {
   require_not_null(device, "device");
   require_not_null(out_stream, "out_stream");
-  if (desc != nullptr) {
-    oar::sdk::require(desc->struct_size >= OAR_STREAM_DESC_STRUCT_SIZE, OAR_STATUS_INVALID_ARGUMENT,
-                      "oar_stream_desc_t.struct_size is smaller than ABI 1.0's");
-    oar::sdk::require(desc->flags == 0, OAR_STATUS_INVALID_ARGUMENT,
-                      "oar_stream_desc_t.flags is reserved and must be 0");
-    // The priority is a hint; all streams share the device's one queue.
-  }
+  oar::sdk::check_stream_desc(desc);
+  // The priority is a hint; all streams share the device's one queue.
   auto stream = std::make_unique<oar_stream_s>();
   stream->device = device;
   auto timeline = std::make_shared<Timeline>();

@@ -334,12 +334,7 @@ void close_device(oar_device_s* device);
 void destroy_stream(std::shared_ptr<oar_stream_s> stream);
 void destroy_event(oar_event_s* event);
 
-// Throws INVALID_ARGUMENT naming |what| if |pointer| is NULL.
-// The message is built only on failure: these checks run for every operation.
-inline void require_not_null(const void* pointer, const char* what) {
-  if (pointer == nullptr)
-    throw oar::sdk::Error(OAR_STATUS_INVALID_ARGUMENT, std::string(what) + " is NULL");
-}
+using oar::sdk::require_not_null;
 
 // Throws OUT_OF_RANGE if [offset, offset + size) leaves |memory|.
 void check_range(const oar_memory_s* memory, uint64_t offset, uint64_t size, const char* what);

@@ -48,6 +48,33 @@ inline void require(bool condition, oar_status_t code, const std::string& messag
   if (!condition) throw Error(code, message);
 }
 
+// Throws INVALID_ARGUMENT naming |what| if |pointer| is NULL. The message is
+// built only on failure: plugins call this on every operation.
+inline void require_not_null(const void* pointer, const char* what) {
+  if (pointer == nullptr) throw Error(OAR_STATUS_INVALID_ARGUMENT, std::string(what) + " is NULL");
+}
+
+// stream_create's checks of |desc| (NULL is allowed: defaults): a struct_size
+// of at least ABI 1.0's and reserved flags left 0. The priority is a hint.
+inline void check_stream_desc(const oar_stream_desc_t* desc) {
+  if (desc == nullptr) return;
+  require(desc->struct_size >= OAR_STREAM_DESC_STRUCT_SIZE, OAR_STATUS_INVALID_ARGUMENT,
+          "oar_stream_desc_t.struct_size is smaller than ABI 1.0's");
+  require(desc->flags == 0, OAR_STATUS_INVALID_ARGUMENT,
+          "oar_stream_desc_t.flags is reserved and must be 0");
+}
+
+// event_create's checks of |flags|: only OAR_EVENT_FLAG_TIMING is defined
+// (INVALID_ARGUMENT), and a timing event needs a device that can time
+// (UNIMPLEMENTED; |why_not| says what it lacks).
+inline void check_event_flags(uint32_t flags, bool timing_supported, const char* why_not = "") {
+  require((flags & ~uint32_t(OAR_EVENT_FLAG_TIMING)) == 0, OAR_STATUS_INVALID_ARGUMENT,
+          "event_create: unknown flags in " + std::to_string(flags) +
+              " (only OAR_EVENT_FLAG_TIMING is defined)");
+  require((flags & OAR_EVENT_FLAG_TIMING) == 0 || timing_supported, OAR_STATUS_UNIMPLEMENTED,
+          std::string("event_create: OAR_EVENT_FLAG_TIMING is not supported: ") + why_not);
+}
+
 // The host services of this plugin (one per shared library: hidden visibility).
 inline const oar_host_services_t*& host_services() {
   static const oar_host_services_t* host = nullptr;
