@@ -2,7 +2,8 @@
 //  - EmptyOp: a 1-element op + stream synchronize through OAR vs the same
 //    kernel through clEnqueueNDRangeKernel + clFinish (own queue, without and
 //    with profiling, which OAR's streams have for timing events); Paired runs
-//    both alternately in one loop and reports the ratio of the medians;
+//    OAR, native clFinish and native marker polling interleaved in one loop
+//    and reports the medians and their ratios;
 //  - Submit1000: 1000 back-to-back 1-element neg dispatches and one
 //    synchronize through OAR vs 1000 native enqueues (clSetKernelArg x5 +
 //    clEnqueueNDRangeKernel on the profiling queue) and one clFinish: the
@@ -49,6 +50,17 @@ Device& cpu() { return runtime().device("cpu:0"); }
 std::vector<char>& host_buffer() {
   static std::vector<char> buffer(kBytes, 1);  // touched: no page faults in the loop
   return buffer;
+}
+
+// The pause between two polls of a spin-wait, as plugins/common/host_wait.h
+// has it: polling without one contends for the lock the driver's thread needs
+// to mark the command complete.
+void relax() {
+  for (int i = 0; i < 16; ++i) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
 }
 
 // A context and in-order queue of its own on the first OpenCL device, as an
@@ -103,6 +115,22 @@ struct Native {
   // One round trip: arguments, enqueue, wait.
   void neg(cl_command_queue on, cl_mem x, cl_mem y) const {
     enqueue_neg(on, x, y);
+    clFinish(on);
+  }
+  // The same, waiting as OAR's synchronize does by default: a marker,
+  // polled until complete, then clFinish (which returns at once).
+  void neg_polled(cl_command_queue on, cl_mem x, cl_mem y) const {
+    enqueue_neg(on, x, y);
+    cl_event marker = nullptr;
+    clEnqueueMarkerWithWaitList(on, 0, nullptr, &marker);
+    clFlush(on);
+    cl_int execution = CL_QUEUED;
+    while (clGetEventInfo(marker, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(execution), &execution,
+                          nullptr) == CL_SUCCESS &&
+           execution > CL_COMPLETE) {
+      relax();
+    }
+    clReleaseEvent(marker);
     clFinish(on);
   }
 };
@@ -164,11 +192,14 @@ double median(std::vector<double> samples) {
   return samples[samples.size() / 2];
 }
 
-// OAR and native round trips alternating in one loop (each goes first every
-// other time), so both see the same machine state: this machine's wake-up
+// OAR and native round trips interleaved in one loop (each variant goes
+// first in turn), so all see the same machine state: this machine's wake-up
 // latencies drift severalfold over minutes, which separate benchmarks would
-// read as overhead. Reports the medians and their ratio. Argument: 1 when the
-// native queue has profiling on, as OAR's streams do for timing events.
+// read as overhead. Reports the medians and their ratios: "ratio" against
+// native clFinish (the baseline), "ratio_poll" against a native loop
+// that polls a marker as OAR's synchronize does (OAR_SYNC_SPIN_US, default
+// on), which leaves only what OAR adds. Argument: 1 when the native queue has
+// profiling on, as OAR's streams do for timing events.
 void BM_EmptyOp_Paired(benchmark::State& state) {
   Device* device = opencl();
   Native& n = native();
@@ -189,28 +220,35 @@ void BM_EmptyOp_Paired(benchmark::State& state) {
   };
   through_oar();  // builds the program outside the loop
   n.neg(queue, nx, ny);
-  std::vector<double> oar_us;
-  std::vector<double> native_us;
+  std::vector<double> samples[3];  // OAR, native clFinish, native polled
   using Clock = std::chrono::steady_clock;
-  auto time_us = [](auto&& body) {
+  auto run = [&](int which) {
     auto start = Clock::now();
-    body();
-    return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+    if (which == 0) {
+      through_oar();
+    } else if (which == 1) {
+      n.neg(queue, nx, ny);
+    } else {
+      n.neg_polled(queue, nx, ny);
+    }
+    samples[which].push_back(
+        std::chrono::duration<double, std::micro>(Clock::now() - start).count());
   };
-  bool oar_first = true;
+  int first = 0;
   for (auto _ : state) {
-    if (oar_first) oar_us.push_back(time_us(through_oar));
-    native_us.push_back(time_us([&] { n.neg(queue, nx, ny); }));
-    if (!oar_first) oar_us.push_back(time_us(through_oar));
-    oar_first = !oar_first;
+    for (int k = 0; k < 3; ++k) run((first + k) % 3);
+    first = (first + 1) % 3;
   }
   clReleaseMemObject(nx);
   clReleaseMemObject(ny);
-  const double oar = median(oar_us);
-  const double native = median(native_us);
+  const double oar = median(samples[0]);
+  const double native = median(samples[1]);
+  const double polled = median(samples[2]);
   state.counters["oar_us"] = oar;
   state.counters["native_us"] = native;
   state.counters["ratio"] = oar / native;
+  state.counters["native_poll_us"] = polled;
+  state.counters["ratio_poll"] = oar / polled;
 }
 BENCHMARK(BM_EmptyOp_Paired)->ArgName("native_profiling")->Arg(0)->Arg(1)->Iterations(4000);
 

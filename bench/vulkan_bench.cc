@@ -6,10 +6,12 @@
 //                      (Native), recorded per iteration (NativeRecorded), with
 //                      a timeline semaphore instead of a fence (NativeTimeline);
 //                      each a vkQueueSubmit + wait
-//   EmptyOp/Paired     EmptyOp/OAR and both NativeSameDispatch variants
-//                      (pre-recorded, recorded per op) interleaved in one
-//                      loop: counters oar_us, native_us, ratio (against the
-//                      pre-recorded one), native_rec_us, ratio_rec (medians)
+//   EmptyOp/Paired     EmptyOp/OAR and the NativeSameDispatch variants
+//                      (pre-recorded, recorded per op, pre-recorded with the
+//                      fence polled) interleaved in one loop: counters
+//                      oar_us, native_us, ratio (against the pre-recorded
+//                      one), native_rec_us, ratio_rec, native_poll_us,
+//                      ratio_poll (medians)
 //   CopyH2D64MiB/*     pageable host -> device: OAR copy_from_host +
 //                      synchronize vs memcpy into a mapped staging buffer +
 //                      vkCmdCopyBuffer + fence wait
@@ -69,6 +71,17 @@ oar::Runtime& runtime() {
 }
 
 oar::Device& device() { return runtime().device("vulkan:0"); }
+
+// The pause between two polls of a spin-wait, as plugins/common/host_wait.h
+// has it: polling without one contends for the lock the driver's thread needs
+// to signal completion.
+void relax() {
+  for (int i = 0; i < 16; ++i) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+}
 
 void vk(VkResult result, const char* what) {
   if (result != VK_SUCCESS) throw std::runtime_error(std::string(what) + " failed");
@@ -374,8 +387,10 @@ struct SameDispatch {
     vk(vkBeginCommandBuffer(commands, &info), "vkBeginCommandBuffer");
   }
 
-  // One round trip: (record,) submit, wait for the fence.
-  void run() {
+  // One round trip: (record,) submit, wait for the fence; with |poll|, the
+  // fence is polled as OAR's synchronize polls its semaphore by default
+  // (plugins/common/host_wait.h) before the (then immediate) blocking wait.
+  void run(bool poll = false) {
     if (record_each) {
       begin(VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT);
       vkCmdBindPipeline(commands, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
@@ -388,6 +403,7 @@ struct SameDispatch {
     info.commandBufferCount = 1;
     info.pCommandBuffers = &commands;
     vk(vkQueueSubmit(n.queue, 1, &info, n.fence), "vkQueueSubmit");
+    while (poll && vkGetFenceStatus(n.device, n.fence) == VK_NOT_READY) relax();
     vk(vkWaitForFences(n.device, 1, &n.fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
     vkResetFences(n.device, 1, &n.fence);
   }
@@ -439,7 +455,9 @@ double median(std::vector<double> values) {
 // so that all see the same machine state (lavapipe timings drift by up to 4x
 // between runs). Counters (medians): oar_us; native_us and ratio against the
 // pre-recorded baseline; native_rec_us and ratio_rec against the op-by-op
-// one. ratio = median OAR / median native: the figure the docs quote.
+// one; native_poll_us and ratio_poll against the pre-recorded one with its
+// fence polled, as OAR's synchronize polls (OAR_SYNC_SPIN_US, default on):
+// what OAR adds beyond the wait. ratio = median OAR / median native.
 void BM_EmptyOp_Paired(benchmark::State& state) {
   oar::Stream& stream = device().default_stream();
   oar::Tensor a = oar::Tensor::empty(device(), {1}, oar::dtype::f32);
@@ -458,7 +476,7 @@ void BM_EmptyOp_Paired(benchmark::State& state) {
     return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
         .count();
   };
-  std::vector<double> oar_us, native_us, native_rec_us;
+  std::vector<double> oar_us, native_us, native_rec_us, native_poll_us;
   auto run = [&](int which) {
     if (which == 0) {
       oar_us.push_back(time_us([&] {
@@ -467,16 +485,21 @@ void BM_EmptyOp_Paired(benchmark::State& state) {
       }));
     } else if (which == 1) {
       native_us.push_back(time_us([&] { recorded.run(); }));
-    } else {
+    } else if (which == 2) {
       native_rec_us.push_back(time_us([&] { per_op.run(); }));
+    } else {
+      native_poll_us.push_back(time_us([&] { recorded.run(true); }));
     }
   };
   int first = 0;
   for (auto _ : state) {
-    for (int k = 0; k < 3; ++k) run((first + k) % 3);
-    first = (first + 1) % 3;
+    for (int k = 0; k < 4; ++k) run((first + k) % 4);
+    first = (first + 1) % 4;
   }
   double o = median(oar_us), n = median(native_us), r = median(native_rec_us);
+  double p = median(native_poll_us);
+  state.counters["native_poll_us"] = p;
+  state.counters["ratio_poll"] = p > 0 ? o / p : 0;
   state.counters["oar_us"] = o;
   state.counters["native_us"] = n;
   state.counters["ratio"] = n > 0 ? o / n : 0;

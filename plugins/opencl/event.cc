@@ -3,6 +3,7 @@
 // not disturbed. Timing comes from the points' profiling timestamps.
 #include <string>
 
+#include "host_wait.h"
 #include "opencl.h"
 
 namespace oar::opencl {
@@ -71,6 +72,7 @@ void OpenclPlugin::event_synchronize(oar_event_t event) {
   require_not_null(event, "event");
   std::shared_ptr<Record> record = event->latest();
   if (record == nullptr) return;
+  oar::plugin::spin_until([&] { return record->completed(); });  // host_wait.h
   check(cl().clWaitForEvents(1, &record->event), "clWaitForEvents");
   completed(*record);
 }

@@ -61,6 +61,9 @@ struct Record {
   int32_t flag_value = 0;
   bool reads_flag = false;
   ~Record();
+  // True once the command completed or failed (or its state is unreadable);
+  // never blocks.
+  bool completed() const;
   // OK, or the error of the work before the record (after it completed).
   oar_status_t status_after_completion() const;
 };

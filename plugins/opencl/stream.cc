@@ -4,6 +4,7 @@
 // a user event, as work waits for any earlier command.
 #include <string>
 
+#include "host_wait.h"
 #include "opencl.h"
 
 namespace oar::opencl {
@@ -16,6 +17,13 @@ Record::~Record() {
   // A pending read still writes |flag_value|: it must land before it is freed.
   if (reads_flag && event != nullptr) cl().clWaitForEvents(1, &event);
   if (event != nullptr) cl().clReleaseEvent(event);
+}
+
+bool Record::completed() const {
+  cl_int execution = CL_QUEUED;
+  return cl().clGetEventInfo(event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(execution),
+                             &execution, nullptr) != CL_SUCCESS ||
+         execution <= CL_COMPLETE;
 }
 
 oar_status_t Record::status_after_completion() const {
@@ -155,6 +163,12 @@ void OpenclPlugin::stream_destroy(oar_stream_t stream) {
 
 void OpenclPlugin::stream_synchronize(oar_stream_t stream) {
   require_not_null(stream, "stream");
+  if (oar::plugin::spin_budget().count() != 0) {
+    // Short work ends before clFinish would even sleep: poll a point at the
+    // end of the stream first (host_wait.h); clFinish then returns at once.
+    std::shared_ptr<Record> point = enqueue_point(stream);
+    oar::plugin::spin_until([&] { return point->completed(); });
+  }
   check(cl().clFinish(stream->queue), "clFinish");
   throw_if_failed(stream);
 }

@@ -14,6 +14,7 @@
 #include <string>
 #include <system_error>
 
+#include "host_wait.h"
 #include "vulkan.h"
 
 namespace oar::vulkan {
@@ -64,6 +65,8 @@ void Timeline::mark_done(uint64_t value) {
 
 void Timeline::wait(uint64_t value) {
   if (known_done.load() >= value) return;
+  // Short work ends before a blocking wait would even sleep: poll first.
+  if (oar::plugin::spin_until([&] { return completed() >= value; })) return;
   VkSemaphoreWaitInfo info{VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO};
   info.semaphoreCount = 1;
   info.pSemaphores = &semaphore;
