@@ -7,11 +7,11 @@
 //                      a timeline semaphore instead of a fence (NativeTimeline);
 //                      each a vkQueueSubmit + wait
 //   EmptyOp/Paired     EmptyOp/OAR and the NativeSameDispatch variants
-//                      (pre-recorded, recorded per op, pre-recorded with the
-//                      fence polled) interleaved in one loop: counters
-//                      oar_us, native_us, ratio (against the pre-recorded
-//                      one), native_rec_us, ratio_rec, native_poll_us,
-//                      ratio_poll (medians)
+//                      (pre-recorded, recorded per op, pre-recorded with a
+//                      polled timeline semaphore) interleaved in one loop:
+//                      counters oar_us, native_us, ratio (against the
+//                      pre-recorded one), native_rec_us, ratio_rec,
+//                      native_poll_us, ratio_poll (medians)
 //   CopyH2D64MiB/*     pageable host -> device: OAR copy_from_host +
 //                      synchronize vs memcpy into a mapped staging buffer +
 //                      vkCmdCopyBuffer + fence wait
@@ -290,6 +290,8 @@ struct SameDispatch {
   PFN_vkCmdPushDescriptorSetKHR push_descriptors = nullptr;
   // Its own command buffer, so that both variants can run in one loop.
   VkCommandBuffer commands = VK_NULL_HANDLE;
+  VkSemaphore timeline = VK_NULL_HANDLE;  // run_polled's, created on first use
+  uint64_t value = 0;
 
   explicit SameDispatch(bool record_each_op) : record_each(record_each_op) {
     VkDevice d = n.device;
@@ -387,10 +389,8 @@ struct SameDispatch {
     vk(vkBeginCommandBuffer(commands, &info), "vkBeginCommandBuffer");
   }
 
-  // One round trip: (record,) submit, wait for the fence; with |poll|, the
-  // fence is polled as OAR's synchronize polls its semaphore by default
-  // (plugins/common/host_wait.h) before the (then immediate) blocking wait.
-  void run(bool poll = false) {
+  // One round trip: (record,) submit, wait for the fence.
+  void run() {
     if (record_each) {
       begin(VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT);
       vkCmdBindPipeline(commands, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
@@ -403,15 +403,44 @@ struct SameDispatch {
     info.commandBufferCount = 1;
     info.pCommandBuffers = &commands;
     vk(vkQueueSubmit(n.queue, 1, &info, n.fence), "vkQueueSubmit");
-    while (poll && vkGetFenceStatus(n.device, n.fence) == VK_NOT_READY) relax();
     vk(vkWaitForFences(n.device, 1, &n.fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
     vkResetFences(n.device, 1, &n.fence);
+  }
+
+  // One round trip waited for as OAR's synchronize waits by default: the
+  // submit signals a timeline semaphore whose counter is polled, with a
+  // pause between polls (plugins/common/host_wait.h). Pre-recorded only.
+  void run_polled() {
+    if (timeline == VK_NULL_HANDLE) {
+      VkSemaphoreTypeCreateInfo type{VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO};
+      type.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
+      VkSemaphoreCreateInfo create{VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
+      create.pNext = &type;
+      vk(vkCreateSemaphore(n.device, &create, nullptr, &timeline), "vkCreateSemaphore");
+    }
+    ++value;
+    VkTimelineSemaphoreSubmitInfo values{VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO};
+    values.signalSemaphoreValueCount = 1;
+    values.pSignalSemaphoreValues = &value;
+    VkSubmitInfo info{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+    info.pNext = &values;
+    info.commandBufferCount = 1;
+    info.pCommandBuffers = &commands;
+    info.signalSemaphoreCount = 1;
+    info.pSignalSemaphores = &timeline;
+    vk(vkQueueSubmit(n.queue, 1, &info, VK_NULL_HANDLE), "vkQueueSubmit");
+    uint64_t reached = 0;
+    while (vkGetSemaphoreCounterValue(n.device, timeline, &reached) == VK_SUCCESS &&
+           reached < value) {
+      relax();
+    }
   }
 
   ~SameDispatch() {
     VkDevice d = n.device;
     vkDeviceWaitIdle(d);
     vkFreeCommandBuffers(d, n.pool, 1, &commands);
+    if (timeline != VK_NULL_HANDLE) vkDestroySemaphore(d, timeline, nullptr);
     if (pool != VK_NULL_HANDLE) vkDestroyDescriptorPool(d, pool, nullptr);
     n.destroy(params);
     n.destroy(tensors);
@@ -455,8 +484,8 @@ double median(std::vector<double> values) {
 // so that all see the same machine state (lavapipe timings drift by up to 4x
 // between runs). Counters (medians): oar_us; native_us and ratio against the
 // pre-recorded baseline; native_rec_us and ratio_rec against the op-by-op
-// one; native_poll_us and ratio_poll against the pre-recorded one with its
-// fence polled, as OAR's synchronize polls (OAR_SYNC_SPIN_US, default on):
+// one; native_poll_us and ratio_poll against the pre-recorded one waited
+// for as OAR waits by default (a timeline semaphore polled, OAR_SYNC_SPIN_US):
 // what OAR adds beyond the wait. ratio = median OAR / median native.
 void BM_EmptyOp_Paired(benchmark::State& state) {
   oar::Stream& stream = device().default_stream();
@@ -488,7 +517,7 @@ void BM_EmptyOp_Paired(benchmark::State& state) {
     } else if (which == 2) {
       native_rec_us.push_back(time_us([&] { per_op.run(); }));
     } else {
-      native_poll_us.push_back(time_us([&] { recorded.run(true); }));
+      native_poll_us.push_back(time_us([&] { recorded.run_polled(); }));
     }
   };
   int first = 0;
