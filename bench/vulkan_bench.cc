@@ -20,7 +20,9 @@
 //                      through OAR (batched command buffers), the same with
 //                      a submit forced after each op (stream query), and
 //                      native empty dispatches with one vkQueueSubmit each;
-//                      "ops/s" is the figure.
+//                      "ops/s" is the figure. SmallOps/Paired alternates
+//                      the two OAR variants in one loop and reports their
+//                      ratio.
 //
 // The native side uses its own instance and device (Vulkan 1.2, the first
 // physical device with a compute queue) and the plugin's empty.comp SPIR-V.
@@ -685,43 +687,74 @@ void set_ops(benchmark::State& state) {
       benchmark::Counter(double(state.iterations()) * kOps, benchmark::Counter::kIsRate);
 }
 
-void BM_SmallOps_OAR(benchmark::State& state) {
+// Three 256-element f32 tensors on the device and kOps adds of them through
+// OAR, then one synchronize; with |submit_each|, a stream query after each
+// add submits the command buffer being recorded: one submit per op, the
+// batching undone.
+struct SmallOps {
   oar::Stream& stream = device().default_stream();
   oar::Tensor a = oar::Tensor::empty(device(), {kSmall}, oar::dtype::f32);
   oar::Tensor b = oar::Tensor::empty(device(), {kSmall}, oar::dtype::f32);
   oar::Tensor c = oar::Tensor::empty(device(), {kSmall}, oar::dtype::f32);
-  const oar::OpId add("add");
-  oar::dispatch(stream, add, {&a, &b}, {&c});
-  stream.synchronize();
-  for (auto _ : state) {
-    for (int i = 0; i < kOps; ++i) oar::dispatch(stream, add, {&a, &b}, {&c});
+  const oar::OpId add{"add"};
+
+  SmallOps() {
+    oar::dispatch(stream, add, {&a, &b}, {&c});  // pipeline created before timing
     stream.synchronize();
   }
+  void round(bool submit_each) {
+    for (int i = 0; i < kOps; ++i) {
+      oar::dispatch(stream, add, {&a, &b}, {&c});
+      if (submit_each) benchmark::DoNotOptimize(stream.query());
+    }
+    stream.synchronize();
+  }
+};
+
+void BM_SmallOps_OAR(benchmark::State& state) {
+  SmallOps ops;
+  for (auto _ : state) ops.round(false);
   set_ops(state);
 }
 BENCHMARK(BM_SmallOps_OAR)->Name("SmallOps/OAR")->UseRealTime()->Unit(benchmark::kMillisecond);
 
-// The same ops through OAR, each followed by a stream query, which submits
-// the command buffer being recorded: one submit per op, the batching undone.
 void BM_SmallOps_OAR_SubmitPerOp(benchmark::State& state) {
-  oar::Stream& stream = device().default_stream();
-  oar::Tensor a = oar::Tensor::empty(device(), {kSmall}, oar::dtype::f32);
-  oar::Tensor b = oar::Tensor::empty(device(), {kSmall}, oar::dtype::f32);
-  oar::Tensor c = oar::Tensor::empty(device(), {kSmall}, oar::dtype::f32);
-  const oar::OpId add("add");
-  oar::dispatch(stream, add, {&a, &b}, {&c});
-  stream.synchronize();
-  for (auto _ : state) {
-    for (int i = 0; i < kOps; ++i) {
-      oar::dispatch(stream, add, {&a, &b}, {&c});
-      benchmark::DoNotOptimize(stream.query());
-    }
-    stream.synchronize();
-  }
+  SmallOps ops;
+  for (auto _ : state) ops.round(true);
   set_ops(state);
 }
 BENCHMARK(BM_SmallOps_OAR_SubmitPerOp)
     ->Name("SmallOps/OARSubmitPerOp")
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+// Batched and submit-per-op rounds alternating in one loop (each first in
+// turn), as the machine's speed drifts between runs: counters batched_ops/s
+// and per_op_ops/s (medians over the rounds) and their ratio.
+void BM_SmallOps_Paired(benchmark::State& state) {
+  SmallOps ops;
+  std::vector<double> rates[2];  // batched, submit per op
+  bool batched_first = true;
+  for (auto _ : state) {
+    for (int k = 0; k < 2; ++k) {
+      bool submit_each = (k == 0) != batched_first;
+      auto start = std::chrono::steady_clock::now();
+      ops.round(submit_each);
+      double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      rates[submit_each ? 1 : 0].push_back(kOps / seconds);
+    }
+    batched_first = !batched_first;
+  }
+  double batched = median(rates[0]);
+  double per_op = median(rates[1]);
+  state.counters["batched_ops/s"] = batched;
+  state.counters["per_op_ops/s"] = per_op;
+  state.counters["ratio"] = per_op > 0 ? batched / per_op : 0;
+}
+BENCHMARK(BM_SmallOps_Paired)
+    ->Name("SmallOps/Paired")
+    ->Iterations(30)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 

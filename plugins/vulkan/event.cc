@@ -103,7 +103,7 @@ void VulkanPlugin::event_synchronize(oar_event_t event) {
   uint64_t value = 0;
   std::shared_ptr<Timeline> timeline = latest(event, &value);
   if (timeline == nullptr) return;
-  timeline->wait(value);
+  timeline->wait_polling_first(value);
   timeline->throw_if_failed(value);
 }
 

@@ -63,10 +63,16 @@ void Timeline::mark_done(uint64_t value) {
   }
 }
 
+void Timeline::wait_polling_first(uint64_t value) {
+  // Short work ends before a blocking wait would even sleep.
+  if (known_done.load() >= value || oar::plugin::spin_until([&] { return completed() >= value; })) {
+    return;
+  }
+  wait(value);
+}
+
 void Timeline::wait(uint64_t value) {
   if (known_done.load() >= value) return;
-  // Short work ends before a blocking wait would even sleep: poll first.
-  if (oar::plugin::spin_until([&] { return completed() >= value; })) return;
   VkSemaphoreWaitInfo info{VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO};
   info.semaphoreCount = 1;
   info.pSemaphores = &semaphore;
@@ -445,7 +451,7 @@ void oar_stream_s::synchronize() {
   }
   // Nothing but the error check after the wait: the finished command buffers
   // are reclaimed when the next one is begun.
-  timeline->wait(target);
+  timeline->wait_polling_first(target);
   timeline->throw_if_failed(target);
 }
 

@@ -135,6 +135,10 @@ struct Timeline {
   uint64_t completed();
   // Blocks until the semaphore reaches |value|; throws on device loss.
   void wait(uint64_t value);
+  // The same for a caller waiting on a result (stream and event synchronize):
+  // polls first, for up to OAR_SYNC_SPIN_US (plugins/common/host_wait.h).
+  // Waits for capacity or inside the stream's worker block at once.
+  void wait_polling_first(uint64_t value);
   // Records that the semaphore has reached |value|.
   void mark_done(uint64_t value);
   // Throws the stream's error if work up to |value| failed.
