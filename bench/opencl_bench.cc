@@ -9,7 +9,8 @@
 //    clEnqueueNDRangeKernel on the profiling queue) and one clFinish: the
 //    host CPU each op costs the submitting thread (cpu_us_per_op), which on a
 //    machine with few cores competes with the driver's worker threads;
-//  - 64 MiB H2D / D2H through OAR vs blocking clEnqueueWriteBuffer/ReadBuffer;
+//  - 64 MiB H2D / D2H through OAR vs blocking clEnqueueWriteBuffer/ReadBuffer
+//    (separately, and alternating in one loop: Copy64MiB_Paired);
 //  - f32 matmul 512^3 (GFLOP/s) and a 16 Mi-element f32 add (touched GB/s:
 //    bytes read + written) on opencl and on cpu.
 // Run with --benchmark_repetitions=N --benchmark_report_aggregates_only=true.
@@ -400,6 +401,71 @@ void BM_D2H64MiB_Native(benchmark::State& state) {
   clReleaseMemObject(buffer);
 }
 BENCHMARK(BM_D2H64MiB_Native)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// OAR and native 64 MiB copies alternating in one loop (each first in turn),
+// as the machine's speed drifts between runs. Argument: to_host (0 host to
+// device, 1 device to host). Counters: oar_GB/s, native_GB/s (medians over
+// the copies) and ratio = OAR / native. Two native buffers measured this way
+// against each other spread 0.84-1.21 across runs: compare means of runs.
+void BM_Copy64MiB_Paired(benchmark::State& state) {
+  Device* device = opencl();
+  Native& n = native();
+  if (device == nullptr || !n.ok()) return state.SkipWithError("no opencl device");
+  const bool to_host = state.range(0) != 0;
+  Stream& stream = device->default_stream();
+  Buffer buffer = device->allocate(kBytes);
+  stream.fill(buffer, 0, 3, kBytes);
+  stream.synchronize();
+  cl_int code = CL_SUCCESS;
+  cl_mem native_buffer = clCreateBuffer(n.context, CL_MEM_READ_WRITE, kBytes, nullptr, &code);
+  char three = 3;
+  clEnqueueFillBuffer(n.queue, native_buffer, &three, 1, 0, kBytes, 0, nullptr, nullptr);
+  clFinish(n.queue);
+  static std::vector<char> destination(kBytes, 2);  // touched: no page faults in the loop
+  auto through_oar = [&] {
+    if (to_host) {
+      stream.copy_to_host(destination.data(), buffer, 0, kBytes);
+    } else {
+      stream.copy_from_host(buffer, 0, host_buffer().data(), kBytes);
+    }
+    stream.synchronize();
+  };
+  auto native_copy = [&] {
+    if (to_host) {
+      clEnqueueReadBuffer(n.queue, native_buffer, CL_TRUE, 0, kBytes, destination.data(), 0,
+                          nullptr, nullptr);
+    } else {
+      clEnqueueWriteBuffer(n.queue, native_buffer, CL_TRUE, 0, kBytes, host_buffer().data(), 0,
+                           nullptr, nullptr);
+    }
+  };
+  std::vector<double> rates[2];  // OAR, native
+  bool oar_first = true;
+  for (auto _ : state) {
+    for (int k = 0; k < 2; ++k) {
+      bool oar = (k == 0) == oar_first;
+      auto start = std::chrono::steady_clock::now();
+      oar ? through_oar() : native_copy();
+      double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      rates[oar ? 0 : 1].push_back(double(kBytes) / seconds / 1e9);
+    }
+    oar_first = !oar_first;
+  }
+  clReleaseMemObject(native_buffer);
+  const double oar = median(rates[0]);
+  const double native = median(rates[1]);
+  state.counters["oar_GB/s"] = oar;
+  state.counters["native_GB/s"] = native;
+  state.counters["ratio"] = oar / native;
+}
+BENCHMARK(BM_Copy64MiB_Paired)
+    ->ArgName("to_host")
+    ->Arg(0)
+    ->Arg(1)
+    ->Iterations(60)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 // ---- matmul and add: opencl vs cpu ----------------------------------------
 

@@ -6,7 +6,11 @@
 // lavapipe here, a third of an empty op's round trip). Polling first, as
 // CUDA's cudaDeviceScheduleAuto does on a machine with spare cores, returns
 // as soon as the work is done; work that takes longer than the budget costs
-// one core the budget, then the blocking wait as before.
+// one core the budget, then the blocking wait as before. A HostWait (one per
+// stream or event) polls only while its previous wait ended within the
+// budget, so a stream busy with long work (large copies, big kernels) blocks
+// at once and leaves the driver both cores; one short wait turns polling on
+// again.
 //
 // Budget: OAR_SYNC_SPIN_US microseconds (default 100); 0 never polls. A value
 // that is not a number from 0 to 1000000 is reported once and the default used.
@@ -14,7 +18,9 @@
 // Threading: thread-safe.
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <string>
 
 namespace oar::plugin {
@@ -56,5 +62,36 @@ template <typename Done>
 bool spin_until(Done&& done) {
   return spin_until(spin_budget(), done);
 }
+
+// The waits of one stream or event: polls when its previous wait was short.
+//
+//   auto start = std::chrono::steady_clock::now();
+//   if (waits.should_poll()) waits.poll([&] { return done(); });
+//   blocking_wait();  // returns at once when the poll saw the work done
+//   waits.finished(start);
+class HostWait {
+ public:
+  explicit HostWait(std::chrono::nanoseconds budget = spin_budget()) : budget_(budget) {}
+
+  // True when polling is on and the previous wait (if any) ended within the
+  // budget.
+  bool should_poll() const {
+    return budget_.count() > 0 && last_wait_ns_.load(std::memory_order_relaxed) <= budget_.count();
+  }
+  // Polls |done| for up to the budget; true when it returned true.
+  template <typename Done>
+  bool poll(Done&& done) const {
+    return spin_until(budget_, done);
+  }
+  // Records how long the wait begun at |start| took, polled or blocked.
+  void finished(std::chrono::steady_clock::time_point start) {
+    last_wait_ns_.store((std::chrono::steady_clock::now() - start).count(),
+                        std::memory_order_relaxed);
+  }
+
+ private:
+  std::chrono::nanoseconds budget_;
+  std::atomic<int64_t> last_wait_ns_{0};
+};
 
 }  // namespace oar::plugin

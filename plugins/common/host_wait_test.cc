@@ -65,5 +65,36 @@ TEST(SpinUntilTest, AZeroBudgetNeverPolls) {
   EXPECT_EQ(calls, 0);
 }
 
+TEST(HostWaitTest, PollsUntilAWaitOutlastsTheBudgetThenBlocksUntilOneIsShort) {
+  HostWait waits(microseconds(100));
+  EXPECT_TRUE(waits.should_poll());  // no wait yet
+  auto now = std::chrono::steady_clock::now();
+  waits.finished(now - microseconds(40));  // short: polling would have ended it
+  EXPECT_TRUE(waits.should_poll());
+  waits.finished(now - milliseconds(12));  // a long copy: polling only cost a core
+  EXPECT_FALSE(waits.should_poll());
+  waits.finished(now - microseconds(30));  // short again
+  EXPECT_TRUE(waits.should_poll());
+}
+
+TEST(HostWaitTest, AZeroBudgetNeverPolls) {
+  HostWait waits(nanoseconds(0));
+  EXPECT_FALSE(waits.should_poll());
+  int calls = 0;
+  EXPECT_FALSE(waits.poll([&] {
+    ++calls;
+    return true;
+  }));
+  EXPECT_EQ(calls, 0);
+}
+
+TEST(HostWaitTest, PollUsesItsBudget) {
+  HostWait waits(microseconds(200));
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_FALSE(waits.poll([] { return false; }));
+  EXPECT_GE(std::chrono::steady_clock::now() - start, microseconds(200));
+  EXPECT_TRUE(waits.poll([] { return true; }));
+}
+
 }  // namespace
 }  // namespace oar::plugin

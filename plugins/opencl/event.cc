@@ -1,9 +1,9 @@
 // Events: each record is a point of its stream (a marker command); recording
 // again replaces the point, so a stream still waiting on the previous one is
 // not disturbed. Timing comes from the points' profiling timestamps.
+#include <chrono>
 #include <string>
 
-#include "host_wait.h"
 #include "opencl.h"
 
 namespace oar::opencl {
@@ -72,8 +72,10 @@ void OpenclPlugin::event_synchronize(oar_event_t event) {
   require_not_null(event, "event");
   std::shared_ptr<Record> record = event->latest();
   if (record == nullptr) return;
-  oar::plugin::spin_until([&] { return record->completed(); });  // host_wait.h
+  const auto start = std::chrono::steady_clock::now();
+  if (event->waits.should_poll()) event->waits.poll([&] { return record->completed(); });
   check(cl().clWaitForEvents(1, &record->event), "clWaitForEvents");
+  event->waits.finished(start);
   completed(*record);
 }
 

@@ -20,6 +20,7 @@
 
 #include "allocation_table.h"
 #include "error.h"
+#include "host_wait.h"
 #include "oar/oar.h"
 #include "oar/sdk/plugin.hpp"
 
@@ -90,6 +91,7 @@ struct oar_stream_s {
   oar_device_s* device = nullptr;
   cl_command_queue queue = nullptr;
   std::shared_ptr<oar::opencl::StreamErrors> errors;
+  oar::plugin::HostWait waits;  // synchronize's: polls first while waits are short
   // Host callbacks run on this stream's own thread, never on a driver thread:
   // a callback may block (a gate) without stalling the OpenCL runtime.
   std::mutex callback_mutex;
@@ -104,6 +106,7 @@ struct oar_event_s {
   uint32_t flags = 0;
   std::mutex mutex;
   std::shared_ptr<oar::opencl::Record> record;  // null until first recorded
+  oar::plugin::HostWait waits;                  // event_synchronize's
 
   std::shared_ptr<oar::opencl::Record> latest() {
     std::lock_guard<std::mutex> lock(mutex);

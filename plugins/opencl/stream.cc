@@ -2,9 +2,9 @@
 // has it, for timing events). Host callbacks run on a thread of the stream in
 // submission order; later work on the stream waits for each callback through
 // a user event, as work waits for any earlier command.
+#include <chrono>
 #include <string>
 
-#include "host_wait.h"
 #include "opencl.h"
 
 namespace oar::opencl {
@@ -163,13 +163,15 @@ void OpenclPlugin::stream_destroy(oar_stream_t stream) {
 
 void OpenclPlugin::stream_synchronize(oar_stream_t stream) {
   require_not_null(stream, "stream");
-  if (oar::plugin::spin_budget().count() != 0) {
+  const auto start = std::chrono::steady_clock::now();
+  if (stream->waits.should_poll()) {
     // Short work ends before clFinish would even sleep: poll a point at the
     // end of the stream first (host_wait.h); clFinish then returns at once.
     std::shared_ptr<Record> point = enqueue_point(stream);
-    oar::plugin::spin_until([&] { return point->completed(); });
+    stream->waits.poll([&] { return point->completed(); });
   }
   check(cl().clFinish(stream->queue), "clFinish");
+  stream->waits.finished(start);
   throw_if_failed(stream);
 }
 

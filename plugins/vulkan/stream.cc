@@ -11,10 +11,10 @@
 // submission that waits for a host-signalled value would block every other
 // stream sharing the queue (e.g. behind a host callback that waits for them).
 #include <algorithm>
+#include <chrono>
 #include <string>
 #include <system_error>
 
-#include "host_wait.h"
 #include "vulkan.h"
 
 namespace oar::vulkan {
@@ -64,11 +64,11 @@ void Timeline::mark_done(uint64_t value) {
 }
 
 void Timeline::wait_polling_first(uint64_t value) {
+  if (known_done.load() >= value) return;
   // Short work ends before a blocking wait would even sleep.
-  if (known_done.load() >= value || oar::plugin::spin_until([&] { return completed() >= value; })) {
-    return;
-  }
-  wait(value);
+  const auto start = std::chrono::steady_clock::now();
+  if (!waits.should_poll() || !waits.poll([&] { return completed() >= value; })) wait(value);
+  waits.finished(start);
 }
 
 void Timeline::wait(uint64_t value) {

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "error.h"
+#include "host_wait.h"
 #include "loader.h"
 #include "oar/oar.h"
 #include "oar/sdk/plugin.hpp"
@@ -136,9 +137,11 @@ struct Timeline {
   // Blocks until the semaphore reaches |value|; throws on device loss.
   void wait(uint64_t value);
   // The same for a caller waiting on a result (stream and event synchronize):
-  // polls first, for up to OAR_SYNC_SPIN_US (plugins/common/host_wait.h).
-  // Waits for capacity or inside the stream's worker block at once.
+  // polls first, for up to OAR_SYNC_SPIN_US, while such waits have been short
+  // (plugins/common/host_wait.h). Waits for capacity or inside the stream's
+  // worker block at once.
   void wait_polling_first(uint64_t value);
+  oar::plugin::HostWait waits;  // wait_polling_first's history
   // Records that the semaphore has reached |value|.
   void mark_done(uint64_t value);
   // Throws the stream's error if work up to |value| failed.
