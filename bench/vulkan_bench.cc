@@ -15,7 +15,9 @@
 //   CopyH2D64MiB/*     pageable host -> device: OAR copy_from_host +
 //                      synchronize vs memcpy into a mapped staging buffer +
 //                      vkCmdCopyBuffer + fence wait
-//   CopyD2H64MiB/*     the reverse
+//   CopyD2H64MiB/*     the reverse; Copy64MiB/Paired interleaves OAR, the
+//                      native staged copy and (where device memory is
+//                      host-visible) a native memcpy into it, with ratios
 //   SmallOps/*         kOps back-to-back 256-element adds + one synchronize
 //                      through OAR (batched command buffers), the same with
 //                      a submit forced after each op (stream query), and
@@ -603,82 +605,174 @@ BENCHMARK(BM_EmptyOp_NativeTimeline)
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 
-void BM_CopyH2D_OAR(benchmark::State& state) {
+// A 64 MiB copy through OAR on the default stream, to completion: pageable
+// host memory to a device buffer or back.
+struct OarCopy {
+  bool to_host;
   oar::Stream& stream = device().default_stream();
   oar::Buffer buffer = device().allocate(kCopyBytes);
-  stream.fill(buffer, 0, 0, kCopyBytes);
-  stream.synchronize();
-  for (auto _ : state) {
-    stream.copy_from_host(buffer, 0, host(kCopyBytes).data(), kCopyBytes);
+
+  explicit OarCopy(bool to_host_) : to_host(to_host_) {
+    stream.fill(buffer, 0, 3, kCopyBytes);
     stream.synchronize();
   }
-  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(kCopyBytes));
-}
-BENCHMARK(BM_CopyH2D_OAR)->Name("CopyH2D64MiB/OAR")->UseRealTime()->Unit(benchmark::kMillisecond);
-
-void BM_CopyH2D_Native(benchmark::State& state) {
-  Native& n = native();
-  Native::Buffer staging = n.buffer(
-      kCopyBytes, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
-  Native::Buffer target = n.buffer(kCopyBytes, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
-  std::memset(staging.mapped, 0, kCopyBytes);
-  n.begin();
-  VkBufferCopy region{0, 0, kCopyBytes};
-  vkCmdCopyBuffer(n.commands, staging.buffer, target.buffer, 1, &region);
-  n.end();
-  n.submit(true);  // touches the device buffer once, as the OAR side's fill
-  for (auto _ : state) {
-    std::memcpy(staging.mapped, host(kCopyBytes).data(), kCopyBytes);
-    n.submit(true);
+  void run() {
+    static std::vector<char> dst(kCopyBytes, 4);  // touched: no page faults in the loop
+    if (to_host) {
+      stream.copy_to_host(dst.data(), buffer, 0, kCopyBytes);
+    } else {
+      stream.copy_from_host(buffer, 0, host(kCopyBytes).data(), kCopyBytes);
+    }
+    stream.synchronize();
   }
+};
+
+// The same natively: memcpy into a mapped staging buffer + vkCmdCopyBuffer
+// to a device-local buffer + fence wait, or the reverse (staging host-cached
+// for reading). Records the native command buffer.
+struct NativeCopy {
+  bool to_host;
+  Native& n = native();
+  Native::Buffer staging;
+  Native::Buffer device_buffer;
+
+  explicit NativeCopy(bool to_host_) : to_host(to_host_) {
+    staging = n.buffer(kCopyBytes, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                       VK_MEMORY_PROPERTY_HOST_COHERENT_BIT |
+                                       (to_host ? VK_MEMORY_PROPERTY_HOST_CACHED_BIT : 0));
+    device_buffer = n.buffer(kCopyBytes, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+    std::memset(staging.mapped, 0, kCopyBytes);
+    n.begin();  // touches the device buffer once, as the OAR side's fill
+    vkCmdFillBuffer(n.commands, device_buffer.buffer, 0, kCopyBytes, 0x03030303u);
+    n.end();
+    n.submit(true);
+    n.begin();
+    VkBufferCopy region{0, 0, kCopyBytes};
+    if (to_host) {
+      vkCmdCopyBuffer(n.commands, device_buffer.buffer, staging.buffer, 1, &region);
+    } else {
+      vkCmdCopyBuffer(n.commands, staging.buffer, device_buffer.buffer, 1, &region);
+    }
+    n.end();
+  }
+  NativeCopy(const NativeCopy&) = delete;
+  NativeCopy& operator=(const NativeCopy&) = delete;
+  ~NativeCopy() {
+    n.destroy(staging);
+    n.destroy(device_buffer);
+  }
+  void run() {
+    static std::vector<char> dst(kCopyBytes, 4);
+    if (to_host) {
+      n.submit(true);
+      std::memcpy(dst.data(), staging.mapped, kCopyBytes);
+    } else {
+      std::memcpy(staging.mapped, host(kCopyBytes).data(), kCopyBytes);
+      n.submit(true);
+    }
+  }
+};
+
+// The same natively into or out of device-local memory the host can address
+// (lavapipe, integrated GPUs): one memcpy, no submit. What OAR's direct path
+// does, without its stream ordering.
+struct NativeDirectCopy {
+  bool to_host;
+  Native& n = native();
+  Native::Buffer device_buffer;
+
+  explicit NativeDirectCopy(bool to_host_) : to_host(to_host_) {
+    device_buffer = n.buffer(
+        kCopyBytes, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                        VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);  // throws if none
+    std::memset(device_buffer.mapped, 3, kCopyBytes);
+  }
+  NativeDirectCopy(const NativeDirectCopy&) = delete;
+  NativeDirectCopy& operator=(const NativeDirectCopy&) = delete;
+  ~NativeDirectCopy() { n.destroy(device_buffer); }
+  void run() {
+    static std::vector<char> dst(kCopyBytes, 4);
+    if (to_host) {
+      std::memcpy(dst.data(), device_buffer.mapped, kCopyBytes);
+    } else {
+      std::memcpy(device_buffer.mapped, host(kCopyBytes).data(), kCopyBytes);
+    }
+  }
+};
+
+template <typename Copy>
+void copy_64mib(benchmark::State& state, bool to_host) {
+  Copy copy(to_host);
+  for (auto _ : state) copy.run();
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(kCopyBytes));
-  n.destroy(staging);
-  n.destroy(target);
 }
+
+void BM_CopyH2D_OAR(benchmark::State& state) { copy_64mib<OarCopy>(state, false); }
+BENCHMARK(BM_CopyH2D_OAR)->Name("CopyH2D64MiB/OAR")->UseRealTime()->Unit(benchmark::kMillisecond);
+void BM_CopyH2D_Native(benchmark::State& state) { copy_64mib<NativeCopy>(state, false); }
 BENCHMARK(BM_CopyH2D_Native)
     ->Name("CopyH2D64MiB/Native")
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
-
-void BM_CopyD2H_OAR(benchmark::State& state) {
-  oar::Stream& stream = device().default_stream();
-  oar::Buffer buffer = device().allocate(kCopyBytes);
-  stream.fill(buffer, 0, 3, kCopyBytes);
-  stream.synchronize();
-  static std::vector<char> dst(kCopyBytes, 4);
-  for (auto _ : state) {
-    stream.copy_to_host(dst.data(), buffer, 0, kCopyBytes);
-    stream.synchronize();
-  }
-  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(kCopyBytes));
-}
+void BM_CopyD2H_OAR(benchmark::State& state) { copy_64mib<OarCopy>(state, true); }
 BENCHMARK(BM_CopyD2H_OAR)->Name("CopyD2H64MiB/OAR")->UseRealTime()->Unit(benchmark::kMillisecond);
-
-void BM_CopyD2H_Native(benchmark::State& state) {
-  Native& n = native();
-  Native::Buffer staging = n.buffer(kCopyBytes, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
-                                                    VK_MEMORY_PROPERTY_HOST_COHERENT_BIT |
-                                                    VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
-  Native::Buffer source = n.buffer(kCopyBytes, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
-  n.begin();
-  vkCmdFillBuffer(n.commands, source.buffer, 0, kCopyBytes, 0x03030303u);
-  n.end();
-  n.submit(true);
-  n.begin();
-  VkBufferCopy region{0, 0, kCopyBytes};
-  vkCmdCopyBuffer(n.commands, source.buffer, staging.buffer, 1, &region);
-  n.end();
-  static std::vector<char> dst(kCopyBytes, 4);
-  for (auto _ : state) {
-    n.submit(true);
-    std::memcpy(dst.data(), staging.mapped, kCopyBytes);
-  }
-  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(kCopyBytes));
-  n.destroy(staging);
-  n.destroy(source);
-}
+void BM_CopyD2H_Native(benchmark::State& state) { copy_64mib<NativeCopy>(state, true); }
 BENCHMARK(BM_CopyD2H_Native)
     ->Name("CopyD2H64MiB/Native")
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+// OAR and native copies interleaved in one loop (each first in turn), as the
+// machine's speed drifts between runs. Argument: to_host. Counters (medians
+// over the copies): oar_GB/s; native_GB/s and ratio against the staged
+// native copy (the baseline: vkCmdCopyBuffer through staging); direct_GB/s
+// and ratio_direct against a plain memcpy into or out of host-addressable
+// device memory, where the device has it (OAR's path there).
+void BM_Copy_Paired(benchmark::State& state) {
+  const bool to_host = state.range(0) != 0;
+  OarCopy oar_copy(to_host);
+  NativeCopy native_copy(to_host);
+  std::unique_ptr<NativeDirectCopy> direct_copy;
+  try {
+    direct_copy = std::make_unique<NativeDirectCopy>(to_host);
+  } catch (const std::runtime_error&) {
+    // no host-visible device-local memory: no direct baseline
+  }
+  const int variants = direct_copy ? 3 : 2;
+  std::vector<double> rates[3];  // OAR, native staged, native direct
+  int first = 0;
+  for (auto _ : state) {
+    for (int k = 0; k < variants; ++k) {
+      int which = (first + k) % variants;
+      auto start = std::chrono::steady_clock::now();
+      if (which == 0) {
+        oar_copy.run();
+      } else if (which == 1) {
+        native_copy.run();
+      } else {
+        direct_copy->run();
+      }
+      double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      rates[which].push_back(double(kCopyBytes) / seconds / 1e9);
+    }
+    first = (first + 1) % variants;
+  }
+  double oar = median(rates[0]);
+  double native = median(rates[1]);
+  double direct = median(rates[2]);
+  state.counters["oar_GB/s"] = oar;
+  state.counters["native_GB/s"] = native;
+  state.counters["ratio"] = native > 0 ? oar / native : 0;
+  state.counters["direct_GB/s"] = direct;
+  state.counters["ratio_direct"] = direct > 0 ? oar / direct : 0;
+}
+BENCHMARK(BM_Copy_Paired)
+    ->Name("Copy64MiB/Paired")
+    ->ArgName("to_host")
+    ->Arg(0)
+    ->Arg(1)
+    ->Iterations(30)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 

@@ -141,8 +141,10 @@ Buffer oar_device_s::create_buffer(uint64_t size, uint32_t type) {
     check(result, ("vkAllocateMemory of " + std::to_string(requirements.size) + " bytes").c_str());
   }
   result = vk.BindBufferMemory(device, b.buffer, b.memory, 0);
+  constexpr VkMemoryPropertyFlags kHostAddressable =
+      VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
   if (result == VK_SUCCESS &&
-      (physical->memory.memoryTypes[type].propertyFlags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT)) {
+      (physical->memory.memoryTypes[type].propertyFlags & kHostAddressable) == kHostAddressable) {
     result = vk.MapMemory(device, b.memory, 0, VK_WHOLE_SIZE, 0, &b.mapped);
   }
   if (result != VK_SUCCESS) {

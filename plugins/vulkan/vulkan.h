@@ -70,7 +70,8 @@ struct PhysicalDevice {
   oar_device_properties_t oar{};
 };
 
-// A buffer with its own memory; mapped when host-visible.
+// A buffer with its own memory; mapped when host-visible and coherent (the
+// host reads and writes it with no flush or invalidate).
 struct Buffer {
   VkBuffer buffer = VK_NULL_HANDLE;
   VkDeviceMemory memory = VK_NULL_HANDLE;
@@ -194,7 +195,8 @@ struct oar_device_s {
   std::atomic<size_t> pinned_count{0};
   std::atomic<uint64_t> allocated_bytes{0};
 
-  // Buffer of |size| bytes in memory type |type|, mapped if host-visible.
+  // Buffer of |size| bytes in memory type |type|, mapped if host-visible and
+  // coherent.
   oar::vulkan::Buffer create_buffer(uint64_t size, uint32_t type);
   void destroy_buffer(oar::vulkan::Buffer& buffer);
   // The pinned allocation holding [address, address + size), or nullptr.
