@@ -236,6 +236,30 @@ struct Native {
     vk(vkWaitForFences(device, 1, &fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
     vkResetFences(device, 1, &fence);
   }
+
+  // A new timeline semaphore at 0 (the caller destroys it).
+  VkSemaphore timeline_semaphore() {
+    VkSemaphoreTypeCreateInfo type{VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO};
+    type.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
+    VkSemaphoreCreateInfo info{VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
+    info.pNext = &type;
+    VkSemaphore semaphore = VK_NULL_HANDLE;
+    vk(vkCreateSemaphore(device, &info, nullptr, &semaphore), "vkCreateSemaphore");
+    return semaphore;
+  }
+  // Submits |buffer|, which sets |timeline| to |value| when it completes.
+  void submit_signalling(VkCommandBuffer buffer, VkSemaphore timeline, uint64_t value) {
+    VkTimelineSemaphoreSubmitInfo values{VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO};
+    values.signalSemaphoreValueCount = 1;
+    values.pSignalSemaphoreValues = &value;
+    VkSubmitInfo info{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+    info.pNext = &values;
+    info.commandBufferCount = 1;
+    info.pCommandBuffers = &buffer;
+    info.signalSemaphoreCount = 1;
+    info.pSignalSemaphores = &timeline;
+    vk(vkQueueSubmit(queue, 1, &info, VK_NULL_HANDLE), "vkQueueSubmit");
+  }
 };
 
 Native& native() {
@@ -416,24 +440,8 @@ struct SameDispatch {
   // submit signals a timeline semaphore whose counter is polled, with a
   // pause between polls (plugins/common/host_wait.h). Pre-recorded only.
   void run_polled() {
-    if (timeline == VK_NULL_HANDLE) {
-      VkSemaphoreTypeCreateInfo type{VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO};
-      type.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
-      VkSemaphoreCreateInfo create{VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
-      create.pNext = &type;
-      vk(vkCreateSemaphore(n.device, &create, nullptr, &timeline), "vkCreateSemaphore");
-    }
-    ++value;
-    VkTimelineSemaphoreSubmitInfo values{VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO};
-    values.signalSemaphoreValueCount = 1;
-    values.pSignalSemaphoreValues = &value;
-    VkSubmitInfo info{VK_STRUCTURE_TYPE_SUBMIT_INFO};
-    info.pNext = &values;
-    info.commandBufferCount = 1;
-    info.pCommandBuffers = &commands;
-    info.signalSemaphoreCount = 1;
-    info.pSignalSemaphores = &timeline;
-    vk(vkQueueSubmit(n.queue, 1, &info, VK_NULL_HANDLE), "vkQueueSubmit");
+    if (timeline == VK_NULL_HANDLE) timeline = n.timeline_semaphore();
+    n.submit_signalling(commands, timeline, ++value);
     uint64_t reached = 0;
     while (vkGetSemaphoreCounterValue(n.device, timeline, &reached) == VK_SUCCESS &&
            reached < value) {
@@ -573,25 +581,10 @@ void BM_EmptyOp_NativeTimeline(benchmark::State& state) {
   vkCmdBindPipeline(n.commands, VK_PIPELINE_BIND_POINT_COMPUTE, n.pipeline);
   vkCmdDispatch(n.commands, 1, 1, 1);
   n.end();
-  VkSemaphoreTypeCreateInfo type{VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO};
-  type.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
-  VkSemaphoreCreateInfo info{VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
-  info.pNext = &type;
-  VkSemaphore timeline = VK_NULL_HANDLE;
-  vk(vkCreateSemaphore(n.device, &info, nullptr, &timeline), "vkCreateSemaphore");
+  VkSemaphore timeline = n.timeline_semaphore();
   uint64_t value = 0;
   for (auto _ : state) {
-    ++value;
-    VkTimelineSemaphoreSubmitInfo values{VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO};
-    values.signalSemaphoreValueCount = 1;
-    values.pSignalSemaphoreValues = &value;
-    VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
-    submit.pNext = &values;
-    submit.commandBufferCount = 1;
-    submit.pCommandBuffers = &n.commands;
-    submit.signalSemaphoreCount = 1;
-    submit.pSignalSemaphores = &timeline;
-    vk(vkQueueSubmit(n.queue, 1, &submit, VK_NULL_HANDLE), "vkQueueSubmit");
+    n.submit_signalling(n.commands, timeline, ++value);
     VkSemaphoreWaitInfo wait{VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO};
     wait.semaphoreCount = 1;
     wait.pSemaphores = &timeline;

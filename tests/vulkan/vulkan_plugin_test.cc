@@ -152,21 +152,39 @@ std::pair<long, long> stream_statistics(const std::string& text) {
   return {operations, submits};
 }
 
-TEST(VulkanPluginTest, BackToBackOperationsShareSubmits) {
+// The plugin loaded, its first device open and a stream on it; skipped
+// without a Vulkan device. A test that destroys the stream itself sets
+// |stream| to null.
+class VulkanDeviceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(plugin.ok()) << logs().joined();
+    api = plugin.api();
+    int32_t count = 0;
+    ASSERT_EQ(api->device_count(&count), OAR_STATUS_OK);
+    if (count == 0) GTEST_SKIP() << "no Vulkan device (lavapipe: mesa-vulkan-drivers)";
+    ASSERT_EQ(api->device_open(0, &device), OAR_STATUS_OK);
+    ASSERT_EQ(api->stream_create(device, nullptr, &stream), OAR_STATUS_OK);
+  }
+  void TearDown() override {
+    if (stream != nullptr) {
+      EXPECT_EQ(api->stream_destroy(stream), OAR_STATUS_OK);
+    }
+    if (device != nullptr) {
+      EXPECT_EQ(api->device_close(device), OAR_STATUS_OK);
+    }
+  }
+
   LoadedPlugin plugin;
-  ASSERT_TRUE(plugin.ok()) << logs().joined();
-  const oar_plugin_api_t* api = plugin.api();
-  int32_t count = 0;
-  ASSERT_EQ(api->device_count(&count), OAR_STATUS_OK);
-  if (count == 0) GTEST_SKIP() << "no Vulkan device (lavapipe: mesa-vulkan-drivers)";
+  const oar_plugin_api_t* api = nullptr;
+  oar_device_t device = nullptr;
+  oar_stream_t stream = nullptr;
+};
+
+TEST_F(VulkanDeviceTest, BackToBackOperationsShareSubmits) {
   Kernels kernels = register_all(api);
   Kernel add = kernels["add/2:32/2:32/2:32"];
   ASSERT_NE(add.fn, nullptr);
-
-  oar_device_t device = nullptr;
-  ASSERT_EQ(api->device_open(0, &device), OAR_STATUS_OK);
-  oar_stream_t stream = nullptr;
-  ASSERT_EQ(api->stream_create(device, nullptr, &stream), OAR_STATUS_OK);
   constexpr int64_t kN = 256;
   oar_memory_t memory = nullptr;
   ASSERT_EQ(api->memory_allocate(device, 3 * kN * sizeof(float), OAR_MEMORY_KIND_DEVICE, &memory),
@@ -204,7 +222,8 @@ TEST(VulkanPluginTest, BackToBackOperationsShareSubmits) {
   EXPECT_EQ(result[0], float(kOps));
   EXPECT_EQ(result[kN - 1], float(kOps));
 
-  ASSERT_EQ(api->stream_destroy(stream), OAR_STATUS_OK);
+  ASSERT_EQ(api->stream_destroy(stream), OAR_STATUS_OK);  // logs the statistics
+  stream = nullptr;
   auto [operations, submits] = stream_statistics(logs().joined());
   // 1 copy + 1 fill + 100 adds + 1 read back, in batches of at most 64.
   EXPECT_EQ(operations, 2 + kOps + 1) << logs().joined();
@@ -213,23 +232,12 @@ TEST(VulkanPluginTest, BackToBackOperationsShareSubmits) {
   EXPECT_LT(submits, operations);
   std::printf("%ld operations in %ld submits\n", operations, submits);
   ASSERT_EQ(api->memory_free(device, memory), OAR_STATUS_OK);
-  ASSERT_EQ(api->device_close(device), OAR_STATUS_OK);
 }
 
-TEST(VulkanPluginTest, OutOfRangeIndexFailsTheStreamFromThatWorkOn) {
-  LoadedPlugin plugin;
-  ASSERT_TRUE(plugin.ok()) << logs().joined();
-  const oar_plugin_api_t* api = plugin.api();
-  int32_t count = 0;
-  ASSERT_EQ(api->device_count(&count), OAR_STATUS_OK);
-  if (count == 0) GTEST_SKIP() << "no Vulkan device (lavapipe: mesa-vulkan-drivers)";
+TEST_F(VulkanDeviceTest, OutOfRangeIndexFailsTheStreamFromThatWorkOn) {
   Kernels kernels = register_all(api);
   Kernel index_select = kernels["index_select/2:32/0:64/2:32"];
   ASSERT_NE(index_select.fn, nullptr);
-  oar_device_t device = nullptr;
-  ASSERT_EQ(api->device_open(0, &device), OAR_STATUS_OK);
-  oar_stream_t stream = nullptr;
-  ASSERT_EQ(api->stream_create(device, nullptr, &stream), OAR_STATUS_OK);
   oar_event_t before = nullptr, after = nullptr;
   ASSERT_EQ(api->event_create(device, 0, &before), OAR_STATUS_OK);
   ASSERT_EQ(api->event_create(device, 0, &after), OAR_STATUS_OK);
@@ -267,9 +275,7 @@ TEST(VulkanPluginTest, OutOfRangeIndexFailsTheStreamFromThatWorkOn) {
   EXPECT_EQ(api->stream_query(stream, &idle), OAR_STATUS_OUT_OF_RANGE);
   ASSERT_EQ(api->event_destroy(before), OAR_STATUS_OK);
   ASSERT_EQ(api->event_destroy(after), OAR_STATUS_OK);
-  ASSERT_EQ(api->stream_destroy(stream), OAR_STATUS_OK);
   ASSERT_EQ(api->memory_free(device, memory), OAR_STATUS_OK);
-  ASSERT_EQ(api->device_close(device), OAR_STATUS_OK);
 }
 
 // Holds a stream until the test opens it: everything after it is queued
@@ -292,21 +298,11 @@ struct Gate {
   }
 };
 
-TEST(VulkanPluginTest, LargeCopiesKeepStreamOrderWithDeviceWork) {
+TEST_F(VulkanDeviceTest, LargeCopiesKeepStreamOrderWithDeviceWork) {
   // Copies of 1 MiB and more between pageable memory and host-addressable
   // device memory (lavapipe's) are memcpys on the stream's worker, not
   // device copies: they must still run after the device work before them
   // and before the device work after them.
-  LoadedPlugin plugin;
-  ASSERT_TRUE(plugin.ok()) << logs().joined();
-  const oar_plugin_api_t* api = plugin.api();
-  int32_t count = 0;
-  ASSERT_EQ(api->device_count(&count), OAR_STATUS_OK);
-  if (count == 0) GTEST_SKIP() << "no Vulkan device (lavapipe: mesa-vulkan-drivers)";
-  oar_device_t device = nullptr;
-  ASSERT_EQ(api->device_open(0, &device), OAR_STATUS_OK);
-  oar_stream_t stream = nullptr;
-  ASSERT_EQ(api->stream_create(device, nullptr, &stream), OAR_STATUS_OK);
   constexpr uint64_t kBig = (2u << 20) + 3;  // odd, above the direct-copy size
   constexpr uint64_t kAt = 5;                // odd offset inside each allocation
   oar_memory_t a = nullptr, b = nullptr;
@@ -331,10 +327,8 @@ TEST(VulkanPluginTest, LargeCopiesKeepStreamOrderWithDeviceWork) {
   EXPECT_EQ(std::count(refilled.begin(), refilled.end(), 0x33), int64_t(kBig))
       << "the read-back ran before the device's fill";
 
-  ASSERT_EQ(api->stream_destroy(stream), OAR_STATUS_OK);
   ASSERT_EQ(api->memory_free(device, a), OAR_STATUS_OK);
   ASSERT_EQ(api->memory_free(device, b), OAR_STATUS_OK);
-  ASSERT_EQ(api->device_close(device), OAR_STATUS_OK);
 }
 
 TEST(VulkanPluginTest, VkResultBecomesTheMatchingStatusWithItsName) {
