@@ -57,12 +57,6 @@ bool spin_until(std::chrono::nanoseconds budget, Done&& done) {
   }
 }
 
-// The same with the environment's budget.
-template <typename Done>
-bool spin_until(Done&& done) {
-  return spin_until(spin_budget(), done);
-}
-
 // The waits of one stream or event: polls when its previous wait was short.
 //
 //   auto start = std::chrono::steady_clock::now();
