@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "bench/interleave.h"
 #include "oar/oar.hpp"
 #include "oar/ops.hpp"
 
@@ -189,15 +190,6 @@ BENCHMARK(BM_EmptyOp_Native)->UseRealTime()->Unit(benchmark::kMicrosecond);
 void BM_EmptyOp_NativeProfiling(benchmark::State& state) { empty_op_native(state, true); }
 BENCHMARK(BM_EmptyOp_NativeProfiling)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
-// The |q| quantile of |samples| (0.5: the median).
-double quantile(std::vector<double> samples, double q) {
-  auto at = samples.begin() + std::ptrdiff_t(q * double(samples.size() - 1));
-  std::nth_element(samples.begin(), at, samples.end());
-  return *at;
-}
-
-double median(std::vector<double> samples) { return quantile(std::move(samples), 0.5); }
-
 // OAR and native round trips interleaved in one loop (each variant goes
 // first in turn), so all see the same machine state: this machine's wake-up
 // latencies drift severalfold over minutes, which separate benchmarks would
@@ -227,30 +219,14 @@ void BM_EmptyOp_Paired(benchmark::State& state) {
   };
   through_oar();  // builds the program outside the loop
   n.neg(queue, nx, ny);
-  std::vector<double> samples[3];  // OAR, native clFinish, native polled
-  using Clock = std::chrono::steady_clock;
-  auto run = [&](int which) {
-    auto start = Clock::now();
-    if (which == 0) {
-      through_oar();
-    } else if (which == 1) {
-      n.neg(queue, nx, ny);
-    } else {
-      n.neg_polled(queue, nx, ny);
-    }
-    samples[which].push_back(
-        std::chrono::duration<double, std::micro>(Clock::now() - start).count());
-  };
-  int first = 0;
-  for (auto _ : state) {
-    for (int k = 0; k < 3; ++k) run((first + k) % 3);
-    first = (first + 1) % 3;
-  }
+  // Seconds per round trip: OAR, native clFinish, native polled.
+  std::vector<std::vector<double>> samples = interleave(
+      state, {through_oar, [&] { n.neg(queue, nx, ny); }, [&] { n.neg_polled(queue, nx, ny); }});
   clReleaseMemObject(nx);
   clReleaseMemObject(ny);
-  const double oar = median(samples[0]);
-  const double native = median(samples[1]);
-  const double polled = median(samples[2]);
+  const double oar = median(samples[0]) * 1e6;
+  const double native = median(samples[1]) * 1e6;
+  const double polled = median(samples[2]) * 1e6;
   state.counters["oar_us"] = oar;
   state.counters["native_us"] = native;
   state.counters["ratio"] = oar / native;
@@ -336,73 +312,84 @@ BENCHMARK(BM_Submit1000_Native)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 // ---- 64 MiB copies --------------------------------------------------------
 
-void BM_H2D64MiB_OAR(benchmark::State& state) {
-  Device* device = opencl();
-  if (device == nullptr) return state.SkipWithError("no opencl device");
-  Buffer buffer = device->allocate(kBytes);
-  Stream& stream = device->default_stream();
-  stream.fill(buffer, 0, 0, kBytes);
-  stream.synchronize();
-  for (auto _ : state) {
-    stream.copy_from_host(buffer, 0, host_buffer().data(), kBytes);
+// A 64 MiB copy through OAR on the default stream, to completion: pageable
+// host memory to a device buffer (to_host false) or back.
+struct OarCopy {
+  bool to_host;
+  Stream& stream;
+  Buffer buffer;
+
+  OarCopy(Device& device, bool to_host_)
+      : to_host(to_host_), stream(device.default_stream()), buffer(device.allocate(kBytes)) {
+    stream.fill(buffer, 0, 3, kBytes);
     stream.synchronize();
   }
+  void run() {
+    static std::vector<char> destination(kBytes, 2);  // touched: no page faults in the loop
+    if (to_host) {
+      stream.copy_to_host(destination.data(), buffer, 0, kBytes);
+    } else {
+      stream.copy_from_host(buffer, 0, host_buffer().data(), kBytes);
+    }
+    stream.synchronize();
+  }
+};
+
+// The same natively: a blocking clEnqueueWriteBuffer / clEnqueueReadBuffer on
+// an in-order queue of the native context.
+struct NativeCopy {
+  bool to_host;
+  Native& n;
+  cl_mem buffer = nullptr;
+
+  NativeCopy(Native& native, bool to_host_) : to_host(to_host_), n(native) {
+    cl_int code = CL_SUCCESS;
+    buffer = clCreateBuffer(n.context, CL_MEM_READ_WRITE, kBytes, nullptr, &code);
+    char three = 3;
+    clEnqueueFillBuffer(n.queue, buffer, &three, 1, 0, kBytes, 0, nullptr, nullptr);
+    clFinish(n.queue);
+  }
+  NativeCopy(const NativeCopy&) = delete;
+  NativeCopy& operator=(const NativeCopy&) = delete;
+  ~NativeCopy() { clReleaseMemObject(buffer); }
+  void run() {
+    static std::vector<char> destination(kBytes, 2);
+    if (to_host) {
+      clEnqueueReadBuffer(n.queue, buffer, CL_TRUE, 0, kBytes, destination.data(), 0, nullptr,
+                          nullptr);
+    } else {
+      clEnqueueWriteBuffer(n.queue, buffer, CL_TRUE, 0, kBytes, host_buffer().data(), 0, nullptr,
+                           nullptr);
+    }
+  }
+};
+
+void copy_oar(benchmark::State& state, bool to_host) {
+  Device* device = opencl();
+  if (device == nullptr) return state.SkipWithError("no opencl device");
+  OarCopy copy(*device, to_host);
+  for (auto _ : state) copy.run();
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(kBytes));
 }
+
+void copy_native(benchmark::State& state, bool to_host) {
+  Native& n = native();
+  if (!n.ok()) return state.SkipWithError("no OpenCL device");
+  NativeCopy copy(n, to_host);
+  for (auto _ : state) copy.run();
+  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(kBytes));
+}
+
+void BM_H2D64MiB_OAR(benchmark::State& state) { copy_oar(state, false); }
 BENCHMARK(BM_H2D64MiB_OAR)->UseRealTime()->Unit(benchmark::kMillisecond);
-
-void BM_H2D64MiB_Native(benchmark::State& state) {
-  Native& n = native();
-  if (!n.ok()) return state.SkipWithError("no OpenCL device");
-  cl_int code = CL_SUCCESS;
-  cl_mem buffer = clCreateBuffer(n.context, CL_MEM_READ_WRITE, kBytes, nullptr, &code);
-  char zero = 0;
-  clEnqueueFillBuffer(n.queue, buffer, &zero, 1, 0, kBytes, 0, nullptr, nullptr);
-  clFinish(n.queue);
-  for (auto _ : state) {
-    clEnqueueWriteBuffer(n.queue, buffer, CL_TRUE, 0, kBytes, host_buffer().data(), 0, nullptr,
-                         nullptr);
-  }
-  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(kBytes));
-  clReleaseMemObject(buffer);
-}
+void BM_H2D64MiB_Native(benchmark::State& state) { copy_native(state, false); }
 BENCHMARK(BM_H2D64MiB_Native)->UseRealTime()->Unit(benchmark::kMillisecond);
-
-void BM_D2H64MiB_OAR(benchmark::State& state) {
-  Device* device = opencl();
-  if (device == nullptr) return state.SkipWithError("no opencl device");
-  Buffer buffer = device->allocate(kBytes);
-  Stream& stream = device->default_stream();
-  stream.fill(buffer, 0, 3, kBytes);
-  stream.synchronize();
-  static std::vector<char> destination(kBytes, 2);
-  for (auto _ : state) {
-    stream.copy_to_host(destination.data(), buffer, 0, kBytes);
-    stream.synchronize();
-  }
-  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(kBytes));
-}
+void BM_D2H64MiB_OAR(benchmark::State& state) { copy_oar(state, true); }
 BENCHMARK(BM_D2H64MiB_OAR)->UseRealTime()->Unit(benchmark::kMillisecond);
-
-void BM_D2H64MiB_Native(benchmark::State& state) {
-  Native& n = native();
-  if (!n.ok()) return state.SkipWithError("no OpenCL device");
-  cl_int code = CL_SUCCESS;
-  cl_mem buffer = clCreateBuffer(n.context, CL_MEM_READ_WRITE, kBytes, nullptr, &code);
-  char three = 3;
-  clEnqueueFillBuffer(n.queue, buffer, &three, 1, 0, kBytes, 0, nullptr, nullptr);
-  clFinish(n.queue);
-  static std::vector<char> destination(kBytes, 2);
-  for (auto _ : state) {
-    clEnqueueReadBuffer(n.queue, buffer, CL_TRUE, 0, kBytes, destination.data(), 0, nullptr,
-                        nullptr);
-  }
-  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(kBytes));
-  clReleaseMemObject(buffer);
-}
+void BM_D2H64MiB_Native(benchmark::State& state) { copy_native(state, true); }
 BENCHMARK(BM_D2H64MiB_Native)->UseRealTime()->Unit(benchmark::kMillisecond);
 
-// OAR and native 64 MiB copies alternating in one loop (each first in turn),
+// OAR and native 64 MiB copies interleaved in one loop (each first in turn),
 // as the machine's speed drifts between runs. Argument: to_host (0 host to
 // device, 1 device to host). Counters: oar_GB/s, native_GB/s (medians over
 // the copies) and ratio = OAR / native. Two native buffers measured this way
@@ -412,49 +399,12 @@ void BM_Copy64MiB_Paired(benchmark::State& state) {
   Native& n = native();
   if (device == nullptr || !n.ok()) return state.SkipWithError("no opencl device");
   const bool to_host = state.range(0) != 0;
-  Stream& stream = device->default_stream();
-  Buffer buffer = device->allocate(kBytes);
-  stream.fill(buffer, 0, 3, kBytes);
-  stream.synchronize();
-  cl_int code = CL_SUCCESS;
-  cl_mem native_buffer = clCreateBuffer(n.context, CL_MEM_READ_WRITE, kBytes, nullptr, &code);
-  char three = 3;
-  clEnqueueFillBuffer(n.queue, native_buffer, &three, 1, 0, kBytes, 0, nullptr, nullptr);
-  clFinish(n.queue);
-  static std::vector<char> destination(kBytes, 2);  // touched: no page faults in the loop
-  auto through_oar = [&] {
-    if (to_host) {
-      stream.copy_to_host(destination.data(), buffer, 0, kBytes);
-    } else {
-      stream.copy_from_host(buffer, 0, host_buffer().data(), kBytes);
-    }
-    stream.synchronize();
-  };
-  auto native_copy = [&] {
-    if (to_host) {
-      clEnqueueReadBuffer(n.queue, native_buffer, CL_TRUE, 0, kBytes, destination.data(), 0,
-                          nullptr, nullptr);
-    } else {
-      clEnqueueWriteBuffer(n.queue, native_buffer, CL_TRUE, 0, kBytes, host_buffer().data(), 0,
-                           nullptr, nullptr);
-    }
-  };
-  std::vector<double> rates[2];  // OAR, native
-  bool oar_first = true;
-  for (auto _ : state) {
-    for (int k = 0; k < 2; ++k) {
-      bool oar = (k == 0) == oar_first;
-      auto start = std::chrono::steady_clock::now();
-      oar ? through_oar() : native_copy();
-      double seconds =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      rates[oar ? 0 : 1].push_back(double(kBytes) / seconds / 1e9);
-    }
-    oar_first = !oar_first;
-  }
-  clReleaseMemObject(native_buffer);
-  const double oar = median(rates[0]);
-  const double native = median(rates[1]);
+  OarCopy oar_copy(*device, to_host);
+  NativeCopy native_copy(n, to_host);
+  std::vector<std::vector<double>> seconds =
+      interleave(state, {[&] { oar_copy.run(); }, [&] { native_copy.run(); }});
+  const double oar = median(rates(seconds[0], kBytes / 1e9));
+  const double native = median(rates(seconds[1], kBytes / 1e9));
   state.counters["oar_GB/s"] = oar;
   state.counters["native_GB/s"] = native;
   state.counters["ratio"] = oar / native;

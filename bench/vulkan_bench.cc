@@ -42,6 +42,7 @@
 #include <utility>
 #include <vector>
 
+#include "bench/interleave.h"
 #include "oar/oar.hpp"
 #include "oar/ops.hpp"
 
@@ -50,6 +51,11 @@
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 
 namespace {
+
+using oar::bench::interleave;
+using oar::bench::median;
+using oar::bench::quantile;
+using oar::bench::rates;
 
 // glslc -mfmt=c of plugins/vulkan/shaders/empty.comp and of the f32 map.comp
 // module the plugin's add kernel runs (target oar_vulkan_shaders).
@@ -482,16 +488,6 @@ BENCHMARK(BM_EmptyOp_NativeSameDispatch)
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 
-// The |q| quantile of |values| (nearest rank); 0 when there are none.
-double quantile(std::vector<double> values, double q) {
-  if (values.empty()) return 0;
-  auto at = values.begin() + std::ptrdiff_t(q * double(values.size() - 1));
-  std::nth_element(values.begin(), at, values.end());
-  return *at;
-}
-
-double median(std::vector<double> values) { return quantile(std::move(values), 0.5); }
-
 // EmptyOp/OAR and both EmptyOp/NativeSameDispatch variants interleaved: each
 // iteration runs one OAR round trip, one native round trip from the
 // pre-recorded command buffer and one native round trip that records the
@@ -516,39 +512,20 @@ void BM_EmptyOp_Paired(benchmark::State& state) {
   SameDispatch per_op(true);
   recorded.run();
   per_op.run();
-  auto time_us = [](auto&& op) {
-    auto start = std::chrono::steady_clock::now();
-    op();
-    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
-        .count();
-  };
-  std::vector<double> oar_us, native_us, native_rec_us, native_poll_us;
-  auto run = [&](int which) {
-    if (which == 0) {
-      oar_us.push_back(time_us([&] {
-        oar::dispatch(stream, add, {&a, &b}, {&c});
-        stream.synchronize();
-      }));
-    } else if (which == 1) {
-      native_us.push_back(time_us([&] { recorded.run(); }));
-    } else if (which == 2) {
-      native_rec_us.push_back(time_us([&] { per_op.run(); }));
-    } else {
-      native_poll_us.push_back(time_us([&] { recorded.run_polled(); }));
-    }
-  };
-  int first = 0;
-  for (auto _ : state) {
-    for (int k = 0; k < 4; ++k) run((first + k) % 4);
-    first = (first + 1) % 4;
-  }
-  double o = median(oar_us), n = median(native_us), r = median(native_rec_us);
-  double p = median(native_poll_us);
+  // Seconds per round trip: OAR, pre-recorded, recorded per op, polled.
+  std::vector<std::vector<double>> seconds = interleave(
+      state, {[&] {
+                oar::dispatch(stream, add, {&a, &b}, {&c});
+                stream.synchronize();
+              },
+              [&] { recorded.run(); }, [&] { per_op.run(); }, [&] { recorded.run_polled(); }});
+  double o = median(seconds[0]) * 1e6, n = median(seconds[1]) * 1e6;
+  double r = median(seconds[2]) * 1e6, p = median(seconds[3]) * 1e6;
   state.counters["native_poll_us"] = p;
   state.counters["ratio_poll"] = p > 0 ? o / p : 0;
   // The fastest tenth of each: what the ratio is when the machine is fast.
-  double n10 = quantile(native_us, 0.1);
-  state.counters["ratio_p10"] = n10 > 0 ? quantile(oar_us, 0.1) / n10 : 0;
+  double n10 = quantile(seconds[1], 0.1);
+  state.counters["ratio_p10"] = n10 > 0 ? quantile(seconds[0], 0.1) / n10 : 0;
   state.counters["oar_us"] = o;
   state.counters["native_us"] = n;
   state.counters["ratio"] = n > 0 ? o / n : 0;
@@ -731,29 +708,14 @@ void BM_Copy_Paired(benchmark::State& state) {
   } catch (const std::runtime_error&) {
     // no host-visible device-local memory: no direct baseline
   }
-  const int variants = direct_copy ? 3 : 2;
-  std::vector<double> rates[3];  // OAR, native staged, native direct
-  int first = 0;
-  for (auto _ : state) {
-    for (int k = 0; k < variants; ++k) {
-      int which = (first + k) % variants;
-      auto start = std::chrono::steady_clock::now();
-      if (which == 0) {
-        oar_copy.run();
-      } else if (which == 1) {
-        native_copy.run();
-      } else {
-        direct_copy->run();
-      }
-      double seconds =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      rates[which].push_back(double(kCopyBytes) / seconds / 1e9);
-    }
-    first = (first + 1) % variants;
-  }
-  double oar = median(rates[0]);
-  double native = median(rates[1]);
-  double direct = median(rates[2]);
+  std::vector<std::function<void()>> variants = {[&] { oar_copy.run(); },
+                                                 [&] { native_copy.run(); }};
+  if (direct_copy) variants.push_back([&] { direct_copy->run(); });
+  std::vector<std::vector<double>> seconds = interleave(state, variants);
+  seconds.resize(3);  // no direct samples: direct_GB/s and ratio_direct are 0
+  double oar = median(rates(seconds[0], kCopyBytes / 1e9));
+  double native = median(rates(seconds[1], kCopyBytes / 1e9));
+  double direct = median(rates(seconds[2], kCopyBytes / 1e9));
   state.counters["oar_GB/s"] = oar;
   state.counters["native_GB/s"] = native;
   state.counters["ratio"] = native > 0 ? oar / native : 0;
@@ -820,21 +782,10 @@ BENCHMARK(BM_SmallOps_OAR_SubmitPerOp)
 // and per_op_ops/s (medians over the rounds) and their ratio.
 void BM_SmallOps_Paired(benchmark::State& state) {
   SmallOps ops;
-  std::vector<double> rates[2];  // batched, submit per op
-  bool batched_first = true;
-  for (auto _ : state) {
-    for (int k = 0; k < 2; ++k) {
-      bool submit_each = (k == 0) != batched_first;
-      auto start = std::chrono::steady_clock::now();
-      ops.round(submit_each);
-      double seconds =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      rates[submit_each ? 1 : 0].push_back(kOps / seconds);
-    }
-    batched_first = !batched_first;
-  }
-  double batched = median(rates[0]);
-  double per_op = median(rates[1]);
+  std::vector<std::vector<double>> seconds =
+      interleave(state, {[&] { ops.round(false); }, [&] { ops.round(true); }});
+  double batched = median(rates(seconds[0], kOps));
+  double per_op = median(rates(seconds[1], kOps));
   state.counters["batched_ops/s"] = batched;
   state.counters["per_op_ops/s"] = per_op;
   state.counters["ratio"] = per_op > 0 ? batched / per_op : 0;
