@@ -1,12 +1,15 @@
 # Runs oar-conform on one plugin and checks its verdict and report.json.
 # cmake -DOAR_CONFORM=<exe> -DPLUGIN=<manifest> -DREPORT_DIR=<dir>
-#       -DFILTER=<glob,...> -DEXPECT=certified|not_certified
+#       -DFILTER=<glob,...> -DEXPECT=certified|not_certified|clean
 #       [-DEXPECTATIONS=<conformance.json, used when it exists>]
+#       [-DEXTRA_ARGS=<more oar-conform arguments, '|'-separated>]
 #       [-DAREA=<area>] [-DOPS=<regex of op names>] [-DDTYPE=<dtype>]
 #       [-DID_REGEX=<regex>] -P check_report.cmake
 # not_certified demands exit code 1 and at least one failed, crashed or timed
 # out test that matches AREA, OPS, DTYPE and ID_REGEX (those given);
-# certified demands exit code 0 and no such test at all.
+# certified demands exit code 0, verdict certified and no such test at all;
+# clean demands exit code 0 and no failed test, whatever the verdict (a filtered
+# run is a partial run, never a certificate).
 foreach(var OAR_CONFORM PLUGIN REPORT_DIR EXPECT)
   if(NOT DEFINED ${var})
     message(FATAL_ERROR "check_report.cmake needs -D${var}=...")
@@ -17,6 +20,10 @@ file(REMOVE_RECURSE "${REPORT_DIR}")
 set(args --plugin "${PLUGIN}" --report "${REPORT_DIR}")
 if(FILTER)
   list(APPEND args --filter "${FILTER}")
+endif()
+if(EXTRA_ARGS)
+  string(REPLACE "|" ";" extra "${EXTRA_ARGS}")
+  list(APPEND args ${extra})
 endif()
 if(EXPECTATIONS AND EXISTS "${EXPECTATIONS}")
   list(APPEND args --expectations "${EXPECTATIONS}")
@@ -83,6 +90,11 @@ if(EXPECT STREQUAL "certified")
     message(FATAL_ERROR "expected certified (exit 0), got exit ${rc}, verdict ${verdict}:\n"
                         "${out}\n${err}")
   endif()
+elseif(EXPECT STREQUAL "clean")
+  if(NOT rc EQUAL 0 OR failed_count GREATER 0)
+    message(FATAL_ERROR "expected no failure (exit 0), got exit ${rc}, verdict ${verdict}:\n"
+                        "${out}\n${err}")
+  endif()
 elseif(EXPECT STREQUAL "not_certified")
   if(NOT rc EQUAL 1)
     message(FATAL_ERROR "expected exit code 1 (not certified), got ${rc}:\n${out}\n${err}")
@@ -97,5 +109,5 @@ elseif(EXPECT STREQUAL "not_certified")
   list(JOIN expected ", " expected_listing)
   message(STATUS "caught by: ${expected_listing}")
 else()
-  message(FATAL_ERROR "EXPECT must be certified or not_certified, not '${EXPECT}'")
+  message(FATAL_ERROR "EXPECT must be certified, not_certified or clean, not '${EXPECT}'")
 endif()

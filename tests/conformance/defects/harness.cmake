@@ -1,0 +1,1 @@
+# The harness: plugins that are slow, start helper processes, hang or crash.
