@@ -1,6 +1,7 @@
 // Lifecycle: many streams and events, NULL releases, properties and slots.
 #include <chrono>
 #include <cstring>
+#include <future>
 #include <thread>
 
 #include "conformance/suites/abi/abi_util.h"
@@ -154,28 +155,46 @@ void memory_info(TestContext& context) {
                                       std::to_string(info.total) + ") bytes");
 }
 
-// device_synchronize blocks until the work of every stream is done.
+// device_synchronize blocks until the work of every stream is done: four
+// created streams and the default stream, each behind a 30 ms probe (so that
+// a device_synchronize that waits for only some streams is caught whatever
+// their order), the first one also behind a gate.
 void device_synchronize(TestContext& context) {
   Device& device = context.device;
   constexpr size_t kBytes = 4 << 20;
-  std::vector<Stream> streams;
-  for (int i = 0; i < 4; ++i) streams.push_back(device.create_stream());
-  Buffer buffer = device.allocate_uncached(kBytes * streams.size());
-  std::vector<uint8_t> result(kBytes * streams.size(), 0);
-  const bool gated = device.has_feature(OAR_DEVICE_FEATURE_HOST_CALLBACKS);
-  std::unique_ptr<Gate> gate = gated ? std::make_unique<Gate>(streams[0]) : nullptr;
+  constexpr size_t kCreated = 4;
+  Buffer buffer = device.allocate_uncached(kBytes * (kCreated + 1));
+  std::vector<uint8_t> result(kBytes * (kCreated + 1), 0);
+  SynchronizeOnExit drain{device};
+  std::vector<Stream> created;
+  for (size_t i = 0; i < kCreated; ++i) created.push_back(device.create_stream());
+  std::vector<Stream*> streams;
+  for (Stream& s : created) streams.push_back(&s);
+  streams.push_back(&device.default_stream());
+  const bool gated = has_callbacks(device);
+  std::unique_ptr<Gate> gate = gated ? std::make_unique<Gate>(*streams[0]) : nullptr;
+  std::vector<std::unique_ptr<Probe>> probes;
   for (size_t i = 0; i < streams.size(); ++i) {
-    streams[i].fill(buffer, kBytes * i, uint8_t(0x30 + i), kBytes);
-    streams[i].copy_to_host(result.data() + kBytes * i, buffer, kBytes * i, kBytes);
+    if (gated) probes.push_back(std::make_unique<Probe>(*streams[i], 30ms));
+    streams[i]->fill(buffer, kBytes * i, uint8_t(0x30 + i), kBytes);
+    streams[i]->copy_to_host(result.data() + kBytes * i, buffer, kBytes * i, kBytes);
   }
   std::future<void> done = std::async(std::launch::async, [&] { device.synchronize(); });
   bool returned_early = false;
   if (gated) {
+    gate->expect_holding("work of the first stream behind a gate");
     returned_early = done.wait_for(50ms) != std::future_status::timeout;
     gate->release();  // before any failure, or the pending synchronize never returns
   }
   done.get();
   expect(!returned_early, "device_synchronize returned while a stream was still held");
+  for (size_t i = 0; i < probes.size(); ++i) {
+    expect(probes[i]->finished(), "device_synchronize returned before a 30 ms host callback on " +
+                                      (i < kCreated ? "stream " + std::to_string(i + 1) + " of " +
+                                                          std::to_string(kCreated) + " created"
+                                                    : std::string("the default stream")) +
+                                      " had finished: it must wait for every stream of the device");
+  }
   std::vector<uint8_t> want(result.size());
   for (size_t i = 0; i < streams.size(); ++i) {
     std::memset(want.data() + kBytes * i, int(0x30 + i), kBytes);
