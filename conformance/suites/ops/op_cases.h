@@ -21,4 +21,8 @@ std::vector<OpCase> op_cases(const ops::OpSchema& schema, DLDataType dtype, uint
 // The out-of-range index cases of the indexing operators (index_errors.cc).
 void register_index_error_tests(Registry& registry, const oar_device_properties_t& properties);
 
+// The numerics a tolerance cannot see (numerics.cc): correctly rounded
+// results, rounding bias, the ends of the range, large common offsets.
+void register_numerics_tests(Registry& registry, const oar_device_properties_t& properties);
+
 }  // namespace oar::conformance

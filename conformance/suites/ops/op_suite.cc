@@ -35,6 +35,7 @@ void register_op_suite(Registry& registry, const oar_device_properties_t& proper
     }
   }
   register_index_error_tests(registry, properties);
+  register_numerics_tests(registry, properties);
 }
 
 }  // namespace oar::conformance

@@ -8,24 +8,6 @@
 namespace oar::conformance {
 namespace {
 
-// SplitMix64: tiny, fast and identical on every platform.
-class Random {
- public:
-  explicit Random(uint64_t seed) : state_(seed) {}
-  uint64_t next() {
-    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  double unit() { return double(next() >> 11) * 0x1.0p-53; }  // [0, 1)
-  double between(double lo, double hi) { return lo + (hi - lo) * unit(); }
-  int64_t integer(int64_t lo, int64_t hi) { return lo + int64_t(next() % uint64_t(hi - lo + 1)); }
-
- private:
-  uint64_t state_;
-};
-
 bool is_integer(DLDataType dtype) { return dtype.code == kDLInt || dtype.code == kDLUInt; }
 
 }  // namespace
@@ -47,6 +29,24 @@ uint64_t seed_of(const std::string& text) {
 HostTensor make_input(const InputSpec& spec, uint64_t seed) {
   HostTensor t = HostTensor::zeros(spec.shape, spec.dtype);
   const int64_t n = t.numel();
+  if (!spec.bits.empty()) {
+    if (int64_t(spec.bits.size()) != n) {
+      throw std::logic_error("explicit bits do not match shape " + shape_text(spec.shape));
+    }
+    const size_t size = dtype_size(spec.dtype);
+    for (int64_t i = 0; i < n; ++i) {
+      const uint64_t word = spec.bits[size_t(i)];
+      const uint8_t u8 = uint8_t(word);
+      const uint16_t u16 = uint16_t(word);
+      const uint32_t u32 = uint32_t(word);
+      const void* from = size == 1   ? static_cast<const void*>(&u8)
+                         : size == 2 ? static_cast<const void*>(&u16)
+                         : size == 4 ? static_cast<const void*>(&u32)
+                                     : static_cast<const void*>(&word);
+      std::memcpy(t.bytes.data() + size_t(i) * size, from, size);
+    }
+    return t;
+  }
   if (!spec.values.empty()) {
     if (int64_t(spec.values.size()) != n) {
       throw std::logic_error("explicit values do not match shape " + shape_text(spec.shape));
@@ -102,6 +102,13 @@ HostTensor transpose_last2(const HostTensor& x) {
       }
     }
   }
+  return y;
+}
+
+HostTensor widen_to_f64(const HostTensor& x) {
+  if (!is_float(x.dtype)) return x;
+  HostTensor y = HostTensor::zeros(x.shape, dtype::f64);
+  for (int64_t i = 0; i < x.numel(); ++i) y.set(i, x.get(i));
   return y;
 }
 

@@ -36,8 +36,30 @@ struct InputSpec {
   // Upload the transpose (last two dimensions swapped) and hand the operator a
   // transposed view of it: a non-contiguous tensor with the logical shape.
   bool transposed = false;
-  // Explicit values (row-major, NaN/Inf allowed) instead of generated ones.
+  // Explicit values (row-major, NaN/Inf allowed) instead of generated ones,
+  // each rounded to the dtype (to nearest even) as it is stored.
   std::vector<double> values;
+  // Explicit bit patterns (row-major, the low dtype-size bytes of each): NaN
+  // payloads, int64 extremes, values a double cannot carry.
+  std::vector<uint64_t> bits;
+};
+
+// SplitMix64: tiny, fast and identical on every platform.
+class Random {
+ public:
+  explicit Random(uint64_t seed) : state_(seed) {}
+  uint64_t next() {
+    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  double unit() { return double(next() >> 11) * 0x1.0p-53; }  // [0, 1)
+  double between(double lo, double hi) { return lo + (hi - lo) * unit(); }
+  int64_t integer(int64_t lo, int64_t hi) { return lo + int64_t(next() % uint64_t(hi - lo + 1)); }
+
+ private:
+  uint64_t state_;
 };
 
 // A deterministic seed for |text| (FNV-1a), e.g. a test id plus an input index.
@@ -48,6 +70,9 @@ HostTensor make_input(const InputSpec& spec, uint64_t seed);
 
 // |x| with its last two dimensions swapped (ndim >= 2).
 HostTensor transpose_last2(const HostTensor& x);
+// |x| with every float tensor converted to f64 (exactly); other dtypes kept.
+// The reference run on it gives the result before the output's rounding.
+HostTensor widen_to_f64(const HostTensor& x);
 // |x| elementwise converted to f64 with absolute values (floats) or kept
 // (integers and bool): what bounds the rounding error of a sum of terms.
 HostTensor abs_as_f64(const HostTensor& x);
