@@ -192,6 +192,19 @@ float to_float_round_odd(double v) {
   return f;
 }
 
+// An integer as a double rounded to odd: exact up to 2^53, and above it the
+// last bit set when bits were dropped, so that rounding it once more (to f32,
+// then f16 or bf16) is still the one correct rounding of the integer.
+double int_to_double_round_odd(int64_t v) {
+  const uint64_t magnitude = v < 0 ? 0 - uint64_t(v) : uint64_t(v);
+  int shift = 0;
+  while ((magnitude >> shift) >= (uint64_t(1) << 53)) ++shift;
+  uint64_t kept = magnitude >> shift;
+  if (shift > 0 && (magnitude & ((uint64_t(1) << shift) - 1)) != 0) kept |= 1;
+  const double d = std::ldexp(double(kept), shift);
+  return v < 0 ? -d : d;
+}
+
 // Float to integer truncates toward zero. Out-of-range values saturate and
 // NaN gives 0 (C++ leaves both undefined; the conformance tests avoid them).
 template <typename I, typename F>
@@ -206,7 +219,9 @@ I float_to_int(F v) {
 template <typename Out, typename In>
 auto convert(compute_t<In> v) {
   constexpr bool narrow_float = std::is_same_v<Out, half> || std::is_same_v<Out, bfloat16>;
-  if constexpr (narrow_float && !std::is_same_v<compute_t<In>, float>) {
+  if constexpr (narrow_float && std::is_integral_v<compute_t<In>>) {
+    return to_float_round_odd(int_to_double_round_odd(int64_t(v)));
+  } else if constexpr (narrow_float && !std::is_same_v<compute_t<In>, float>) {
     return to_float_round_odd(double(v));
   } else if constexpr (std::is_integral_v<Out> && !std::is_same_v<Out, bool> && kIsFloat<In>) {
     return float_to_int<Out>(v);
