@@ -203,6 +203,29 @@ bool compare(TA l, TA r) {
   return false;
 }
 
+#if (DTY == 1 || DTY == 2) && (DTA == 4 || DTA == 5)
+// An integer to f32 rounded to odd (the last bit set when bits were dropped),
+// so that the store's rounding to f16 or bf16 is the one correct rounding of
+// the integer, not a second one after float(v) rounded it to nearest.
+// i32 stays in 32-bit arithmetic: widened to 64 bits, negative values came
+// out wrong on lavapipe.
+#if DTA == 4
+#define INT_T int
+#else
+#define INT_T int64_t
+#endif
+float int_to_float_round_odd(INT_T v) {
+  float f = float(v);
+  if (abs(f) < 16777216.0) return f;  // below 2^24 every integer is exact
+  INT_T half_f = INT_T(f * 0.5);      // f is even here, and f / 2 fits even when f is 2^31 or 2^63
+  INT_T rest = (v - half_f) - half_f;  // v - f, exactly
+  if (rest == INT_T(0)) return f;
+  uint bits = floatBitsToUint(f);
+  if ((rest < INT_T(0)) == (v > INT_T(0))) --bits;  // |f| > |v|: rounded away from zero, step back
+  return uintBitsToFloat(bits | 1u);
+}
+#endif
+
 void main() {
   uint n = PU(0);
   int nd = P(1);
@@ -226,6 +249,8 @@ void main() {
     } else if (OP == kCast) {
 #if DTY == 6
       store_y(yi, load_a(ai) == TA(0) ? 0 : 1);
+#elif (DTY == 1 || DTY == 2) && (DTA == 4 || DTA == 5)
+      store_y(yi, int_to_float_round_odd(load_a(ai)));
 #else
       store_y(yi, TY(load_a(ai)));
 #endif
