@@ -1,4 +1,5 @@
 // Lifecycle: many streams and events, NULL releases, properties and slots.
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <future>
@@ -155,14 +156,15 @@ void memory_info(TestContext& context) {
                                       std::to_string(info.total) + ") bytes");
 }
 
-// device_synchronize blocks until the work of every stream is done: four
-// created streams and the default stream, each behind a 30 ms probe (so that
-// a device_synchronize that waits for only some streams is caught whatever
-// their order), the first one also behind a gate.
+// device_synchronize blocks until the work of every stream is done: three
+// created streams and the default stream, each behind a gate. In each round
+// every gate but one opens, and device_synchronize must still wait for the
+// one held stream; the held stream changes from round to round, so a
+// device_synchronize that waits for any proper subset of the streams fails.
 void device_synchronize(TestContext& context) {
   Device& device = context.device;
-  constexpr size_t kBytes = 4 << 20;
-  constexpr size_t kCreated = 4;
+  constexpr size_t kBytes = 1 << 20;
+  constexpr size_t kCreated = 3;
   Buffer buffer = device.allocate_uncached(kBytes * (kCreated + 1));
   std::vector<uint8_t> result(kBytes * (kCreated + 1), 0);
   SynchronizeOnExit drain{device};
@@ -171,35 +173,40 @@ void device_synchronize(TestContext& context) {
   std::vector<Stream*> streams;
   for (Stream& s : created) streams.push_back(&s);
   streams.push_back(&device.default_stream());
+  auto name = [&](size_t i) {
+    return i < kCreated
+               ? "stream " + std::to_string(i + 1) + " of " + std::to_string(kCreated) + " created"
+               : std::string("the default stream");
+  };
   const bool gated = has_callbacks(device);
-  std::unique_ptr<Gate> gate = gated ? std::make_unique<Gate>(*streams[0]) : nullptr;
-  std::vector<std::unique_ptr<Probe>> probes;
-  for (size_t i = 0; i < streams.size(); ++i) {
-    if (gated) probes.push_back(std::make_unique<Probe>(*streams[i], 30ms));
-    streams[i]->fill(buffer, kBytes * i, uint8_t(0x30 + i), kBytes);
-    streams[i]->copy_to_host(result.data() + kBytes * i, buffer, kBytes * i, kBytes);
+  for (size_t held = 0; held < (gated ? streams.size() : 1); ++held) {
+    std::fill(result.begin(), result.end(), 0);
+    std::vector<std::unique_ptr<Gate>> gates;
+    for (size_t i = 0; i < streams.size(); ++i) {
+      if (gated) gates.push_back(std::make_unique<Gate>(*streams[i]));
+      streams[i]->fill(buffer, kBytes * i, uint8_t(0x30 + 4 * held + i), kBytes);
+      streams[i]->copy_to_host(result.data() + kBytes * i, buffer, kBytes * i, kBytes);
+    }
+    std::future<void> done = std::async(std::launch::async, [&] { device.synchronize(); });
+    bool returned_early = false;
+    if (gated) {
+      for (size_t i = 0; i < gates.size(); ++i) {
+        if (i != held) gates[i]->open();
+      }
+      gates[held]->expect_holding("work of " + name(held) + " behind a gate");
+      returned_early = done.wait_for(30ms) != std::future_status::timeout;
+      gates[held]->open();  // before any failure, or the pending synchronize never returns
+    }
+    done.get();
+    expect(!returned_early, "device_synchronize returned while " + name(held) +
+                                " was held by a host callback (the device's other streams had "
+                                "been released): it must wait for every stream of the device");
+    std::vector<uint8_t> want(result.size());
+    for (size_t i = 0; i < streams.size(); ++i) {
+      std::memset(want.data() + kBytes * i, int(0x30 + 4 * held + i), kBytes);
+    }
+    expect_bytes("host buffers after device_synchronize", result, want);
   }
-  std::future<void> done = std::async(std::launch::async, [&] { device.synchronize(); });
-  bool returned_early = false;
-  if (gated) {
-    gate->expect_holding("work of the first stream behind a gate");
-    returned_early = done.wait_for(50ms) != std::future_status::timeout;
-    gate->release();  // before any failure, or the pending synchronize never returns
-  }
-  done.get();
-  expect(!returned_early, "device_synchronize returned while a stream was still held");
-  for (size_t i = 0; i < probes.size(); ++i) {
-    expect(probes[i]->finished(), "device_synchronize returned before a 30 ms host callback on " +
-                                      (i < kCreated ? "stream " + std::to_string(i + 1) + " of " +
-                                                          std::to_string(kCreated) + " created"
-                                                    : std::string("the default stream")) +
-                                      " had finished: it must wait for every stream of the device");
-  }
-  std::vector<uint8_t> want(result.size());
-  for (size_t i = 0; i < streams.size(); ++i) {
-    std::memset(want.data() + kBytes * i, int(0x30 + i), kBytes);
-  }
-  expect_bytes("host buffers after device_synchronize", result, want);
 }
 
 }  // namespace

@@ -40,6 +40,7 @@ void submission_order(TestContext& context) {
   Buffer b = device.allocate_uncached(kBytes);
   std::vector<uint8_t> data = pattern(kBytes - 2 * kOffset, 1);
   std::vector<uint8_t> from_b(kBytes, 0), from_a(kBytes, 0);
+  SynchronizeOnExit drain{device};
   std::unique_ptr<Gate> gate = maybe_gate(stream);
   stream.fill(a, 0, 0x11, kBytes);
   stream.copy_from_host(a, kOffset, data.data(), data.size());  // must land after the fill
@@ -74,6 +75,7 @@ void query_pending_then_idle(TestContext& context) {
   require_feature(device, OAR_DEVICE_FEATURE_HOST_CALLBACKS);
   Stream stream = device.create_stream();
   Buffer buffer = device.allocate_uncached(4096);
+  SynchronizeOnExit drain{device};
   Probe probe(stream, 50ms);
   stream.fill(buffer, 0, 0x21, 4096);
   bool idle = stream.query();
@@ -89,14 +91,16 @@ void query_pending_then_idle(TestContext& context) {
 }
 
 // stream_destroy with work still queued: the work runs (docs/abi.md: destroy
-// waits for pending work), events recorded on the stream stay valid. Called
-// through the slots: the C++ Stream synchronizes before it destroys.
+// waits for pending work), events recorded on the stream stay valid. Work is
+// queued on both sides of the record, so that a plugin that submits batches
+// at sync points (a record is one) must not drop the last batch either.
+// Called through the slots: the C++ Stream synchronizes before it destroys.
 void destroy_completes_pending_work(TestContext& context) {
   Device& device = context.device;
   const oar_plugin_api_t& api = device.api();
-  constexpr uint64_t kBytes = 4 << 20;
-  Buffer buffer = device.allocate_uncached(kBytes);
-  GuardedHost result(kBytes, 0);
+  constexpr uint64_t kBytes = 2 << 20;
+  Buffer buffer = device.allocate_uncached(2 * kBytes);
+  GuardedHost before_record(kBytes, 0), after_record(kBytes, 0);
   Event event = device.create_event();
   oar_stream_t stream = nullptr;
   expect_status(device, api.stream_create(device.handle(), nullptr, &stream), OAR_STATUS_OK,
@@ -104,13 +108,16 @@ void destroy_completes_pending_work(TestContext& context) {
   std::unique_ptr<Probe> probe;
   try {
     if (has_callbacks(device)) probe = std::make_unique<Probe>(device, stream, 50ms);
-    expect_status(device, api.memory_fill(stream, buffer.memory(), buffer.offset(), 0x6D, kBytes),
-                  OAR_STATUS_OK, "memory_fill");
-    expect_status(
-        device,
-        api.memory_copy_d2h(stream, result.data(), buffer.memory(), buffer.offset(), kBytes),
-        OAR_STATUS_OK, "memory_copy_d2h");
+    auto queue = [&](uint64_t offset, uint8_t value, GuardedHost& host) {
+      expect_status(device, api.memory_fill(stream, buffer.memory(), offset, value, kBytes),
+                    OAR_STATUS_OK, "memory_fill");
+      expect_status(device,
+                    api.memory_copy_d2h(stream, host.data(), buffer.memory(), offset, kBytes),
+                    OAR_STATUS_OK, "memory_copy_d2h");
+    };
+    queue(0, 0x6D, before_record);
     expect_status(device, api.event_record(event.handle(), stream), OAR_STATUS_OK, "event_record");
+    queue(kBytes, 0x2E, after_record);
   } catch (...) {
     api.stream_destroy(stream);
     throw;
@@ -122,11 +129,16 @@ void destroy_completes_pending_work(TestContext& context) {
            "stream_destroy returned before a host callback queued on the stream had run: it must "
            "wait for the stream's pending work");
   }
-  result.expect_guards("a d2h copy pending at stream_destroy");
+  before_record.expect_guards("a d2h copy pending at stream_destroy");
+  after_record.expect_guards("a d2h copy pending at stream_destroy");
   expect_bytes(
-      "a fill and d2h pending when stream_destroy was called (the work must run, not be "
-      "dropped)",
-      result.contents(), std::vector<uint8_t>(kBytes, 0x6D));
+      "a fill and d2h queued before an event record, pending when stream_destroy was "
+      "called (the work must run, not be dropped)",
+      before_record.contents(), std::vector<uint8_t>(kBytes, 0x6D));
+  expect_bytes(
+      "a fill and d2h queued last, pending when stream_destroy was called (the work "
+      "must run, not be dropped)",
+      after_record.contents(), std::vector<uint8_t>(kBytes, 0x2E));
   bool done = false;
   expect_status(device, api.event_query(event.handle(), &done), OAR_STATUS_OK,
                 "event_query of an event recorded on a destroyed stream");
@@ -196,6 +208,7 @@ void event_ignores_later_work(TestContext& context) {
   Stream stream = device.create_stream();
   Buffer buffer = device.allocate_uncached(kBytes);
   std::vector<uint8_t> result(kBytes, 0);
+  SynchronizeOnExit drain{device};
   Event event = device.create_event();
   stream.fill(buffer, 0, 0x4B, kBytes);
   stream.copy_to_host(result.data(), buffer, 0, kBytes);
@@ -261,6 +274,7 @@ void cross_stream_wait(TestContext& context) {
   consumer.synchronize();
   Event ready = device.create_event();
   std::vector<uint8_t> result(kBytes, 0);
+  SynchronizeOnExit drain{device};
   std::unique_ptr<Gate> gate = maybe_gate(producer);
   std::unique_ptr<Probe> produced = maybe_probe(producer, 20ms);
   producer.fill(data, 0, 0x42, kBytes);
@@ -293,6 +307,9 @@ void destroy_event_after_wait(TestContext& context) {
   Stream consumer = device.create_stream();
   Buffer data = device.allocate_uncached(4096);
   std::vector<uint8_t> result(4096, 0);
+  SynchronizeOnExit drain{device};
+  consumer.fill(data, 0, 0x01, 4096);
+  consumer.synchronize();
   std::unique_ptr<Gate> gate = maybe_gate(producer);
   producer.fill(data, 0, 0x5C, 4096);
   {
@@ -358,6 +375,7 @@ void callback_after_work(TestContext& context) {
   // Shared: the callback may run after this test if the plugin runs it late.
   auto result = std::make_shared<std::vector<uint8_t>>(kBytes, 0);
   auto seen = std::make_shared<std::atomic<int>>(-1);
+  SynchronizeOnExit drain{device};
   stream.fill(buffer, 0, 0x7F, kBytes);
   stream.copy_to_host(result->data(), buffer, 0, kBytes);
   Probe probe(stream, 0ms, [result, seen](oar_status_t) { *seen = result->back(); });

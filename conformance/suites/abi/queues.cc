@@ -163,29 +163,36 @@ class DeepQueue {
   std::vector<Event> events_;
 };
 
-// The depth a device can run in about a second: kMaxSteps and kMaxKernels on
-// any device that runs a small operation within ~200 us, fewer (and said on
-// the test's output) on slower ones, so that a slow but correct device stays
-// within the test's time. Measured once per process.
+// The depth a device runs in about a second: kMaxSteps and kMaxKernels on any
+// device that runs a small copy within ~100 us and a small kernel within
+// ~1 ms, fewer (and said on the test's output) on slower ones, so that a slow
+// but correct device stays within the test's time. Copies and kernels are
+// timed apart (a device may be slow at one only), after a first run that
+// pays for compiling the kernel. Measured once per process.
 Depth depth_for(Device& device) {
   static Depth depth = [&] {
-    DeepQueue sample(device, Depth{64, 8});
     Stream stream = device.create_stream();
-    auto start = std::chrono::steady_clock::now();
-    sample.submit(stream);
-    sample.read_back(stream);
-    stream.synchronize();
-    double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    sample.check("calibration");
-    double per_operation = seconds / sample.operations();
+    auto timed = [&](Depth d) {
+      DeepQueue sample(device, d);
+      auto start = std::chrono::steady_clock::now();
+      sample.submit(stream);
+      sample.read_back(stream);
+      stream.synchronize();
+      sample.check("a short queue (to time the device)");
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    };
+    constexpr int kSteps = 64, kKernels = 4;
+    timed(Depth{2, 1});
+    const double copies = timed(Depth{kSteps, 0});
+    const double both = timed(Depth{kSteps, kKernels});
+    const double per_step = copies / kSteps;  // an upper bound: it includes a synchronize
+    const double per_kernel = std::max(both - copies, 0.0) / kKernels;
     Depth d;
-    const double budget = 1.0;  // seconds for one deep queue
-    if (per_operation * (2 * kMaxSteps + 2 * kMaxKernels) > budget) {
-      d.steps = std::clamp(int(budget / per_operation / 2.5), 64, kMaxSteps);
-      d.kernels = std::clamp(d.steps / 4, 8, kMaxKernels);
-      std::printf("deep queues: %.3f ms per operation, so %d steps and %d kernels\n",
-                  per_operation * 1e3, d.steps, d.kernels);
+    d.steps = std::clamp(int(0.6 / std::max(per_step, 1e-9)), 64, kMaxSteps);
+    d.kernels = std::clamp(int(0.4 / std::max(per_kernel, 1e-9)), kKernels, kMaxKernels);
+    if (d.steps < kMaxSteps || d.kernels < kMaxKernels) {
+      std::printf("deep queues: %.3f ms per step, %.3f ms per kernel: %d steps, %d kernels\n",
+                  per_step * 1e3, per_kernel * 1e3, d.steps, d.kernels);
     }
     return d;
   }();
@@ -296,7 +303,7 @@ void device_synchronize_covers(TestContext& context) {
   Device& device = context.device;
   Depth depth = depth_for(device);
   depth.steps = std::max(64, depth.steps / 2);
-  depth.kernels = std::max(8, depth.kernels / 2);
+  depth.kernels = std::max(2, depth.kernels / 4);
   constexpr int kCreated = 3;
   std::vector<std::unique_ptr<DeepQueue>> queues;
   std::vector<Stream> created;

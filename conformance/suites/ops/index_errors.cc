@@ -139,6 +139,7 @@ void expect_failure_propagates(Device& device, const IndexCase& c, bool i64, int
   Prepared p = prepare(device, c, i64, bad);
   const oar_stream_t s = p.stream.handle();
   Buffer scratch = device.allocate_uncached(4096);
+  abi::SynchronizeOnExit drain{device};
   Event before = device.create_event();
   before.record(p.stream);
   if (!launch(c, p, what)) return;
