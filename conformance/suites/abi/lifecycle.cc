@@ -154,6 +154,10 @@ void memory_info(TestContext& context) {
   expect(info.free <= info.total, "device_memory_info reports more free (" +
                                       std::to_string(info.free) + ") than total (" +
                                       std::to_string(info.total) + ") bytes");
+  expect(info.total == device.properties().total_memory,
+         "device_memory_info reports " + std::to_string(info.total) +
+             " bytes in total, the device properties' total_memory " +
+             std::to_string(device.properties().total_memory) + " (docs/abi.md: the same figure)");
 }
 
 // device_synchronize blocks until the work of every stream is done: three
@@ -219,7 +223,8 @@ void register_lifecycle_tests(Registry& registry, const oar_device_properties_t&
   add(registry, "lifecycle", "releasing_null_is_a_noop", null_releases);
   add(registry, "lifecycle", "device_properties_honours_struct_size", properties_struct_size);
   add(registry, "lifecycle", "properties_promise_only_filled_slots", properties_match_slots);
-  add(registry, "lifecycle", "memory_info_free_at_most_total", memory_info);
+  add(registry, "lifecycle", "memory_info_total_matches_properties_free_at_most_total",
+      memory_info);
   add(registry, "lifecycle", "device_synchronize_waits_for_every_stream", device_synchronize);
 }
 
