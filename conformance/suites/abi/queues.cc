@@ -164,11 +164,12 @@ class DeepQueue {
 };
 
 // The depth a device runs in about a second: kMaxSteps and kMaxKernels on any
-// device that runs a small copy within ~100 us and a small kernel within
-// ~1 ms, fewer (and said on the test's output) on slower ones, so that a slow
+// device that runs a step (two small copies) within ~0.3 ms and a small kernel
+// within ~0.8 ms, fewer (and said on the test's output) on slower ones, so that a slow
 // but correct device stays within the test's time. Copies and kernels are
-// timed apart (a device may be slow at one only), after a first run that
-// pays for compiling the kernel. Measured once per process.
+// timed apart (a device may be slow at one only, or only at synchronizing),
+// after a first run that pays for compiling the kernel. Measured once per
+// process.
 Depth depth_for(Device& device) {
   static Depth depth = [&] {
     Stream stream = device.create_stream();
@@ -181,12 +182,16 @@ Depth depth_for(Device& device) {
       sample.check("a short queue (to time the device)");
       return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     };
-    constexpr int kSteps = 64, kKernels = 4;
+    // Differences of queue lengths: the synchronize each run ends with cancels.
+    constexpr int kShort = 64, kLong = 256, kKernels = 4;
     timed(Depth{2, 1});
-    const double copies = timed(Depth{kSteps, 0});
-    const double both = timed(Depth{kSteps, kKernels});
-    const double per_step = copies / kSteps;  // an upper bound: it includes a synchronize
-    const double per_kernel = std::max(both - copies, 0.0) / kKernels;
+    const double short_queue = timed(Depth{kShort, 0});
+    const double long_queue = timed(Depth{kLong, 0});
+    const double per_step = std::max(long_queue - short_queue, 0.0) / (kLong - kShort);
+    double per_kernel = std::max(timed(Depth{kShort, kKernels}) - short_queue, 0.0) / kKernels;
+    if (per_kernel < 0.005) {  // fast: time more kernels, so that a hiccup weighs less
+      per_kernel = std::max(timed(Depth{kShort, 8 * kKernels}) - short_queue, 0.0) / (8 * kKernels);
+    }
     Depth d;
     d.steps = std::clamp(int(0.6 / std::max(per_step, 1e-9)), 64, kMaxSteps);
     d.kernels = std::clamp(int(0.4 / std::max(per_kernel, 1e-9)), kKernels, kMaxKernels);
