@@ -1,17 +1,27 @@
 #include "conformance/harness/runner.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <poll.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -19,6 +29,7 @@
 #include <utility>
 
 #include "cli/describe.h"
+#include "oar/ops.hpp"
 
 namespace oar::conformance {
 namespace {
@@ -30,6 +41,8 @@ constexpr const char* kStatusNames[] = {"passed",        "failed",  "skipped",
                                         "known_failure", "crashed", "timeout"};
 // How much of a dead child's output goes into the failed test's message.
 constexpr size_t kOutputTailBytes = 4000;
+// The least time one speed measurement of the probe gets.
+constexpr std::chrono::milliseconds kMeasurementTimeout{std::chrono::seconds(30)};
 
 double milliseconds_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
@@ -56,7 +69,8 @@ void send_line(int fd, const json& value) {
 // How a child process ended.
 struct ChildEnd {
   bool timed_out = false;
-  int signal = 0;  // the signal that killed it; 0 when it exited
+  bool unkillable = false;  // still there after SIGKILL (uninterruptible sleep): abandoned
+  int signal = 0;           // the signal that killed it; 0 when it exited
   int exit_code = 0;
   std::chrono::milliseconds timeout{0};
   std::string output;  // everything it printed
@@ -66,7 +80,9 @@ struct ChildEnd {
   std::string describe() const {
     std::string text;
     if (timed_out) {
-      text = fmt::format("timeout: still running after {:.3g} s, killed", timeout.count() / 1e3);
+      text = fmt::format("timeout: still running after {:.3g} s (the limit of one test), killed",
+                         timeout.count() / 1e3);
+      if (unkillable) text += "; it did not die and was abandoned";
     } else if (signal != 0) {
       const char* abbreviation = sigabbrev_np(signal);
       text =
@@ -109,37 +125,157 @@ std::string read_all(int fd) {
 }
 
 // Feeds complete lines of |data| to |on_line|; keeps a partial last line.
-void split_lines(std::string& pending, const char* data, size_t size,
-                 const std::function<void(const json&)>& on_line) {
+// Returns how many of our lines (JSON objects with an "event") it delivered.
+size_t split_lines(std::string& pending, const char* data, size_t size,
+                   const std::function<void(const json&)>& on_line) {
   pending.append(data, size);
+  size_t delivered = 0;
   size_t newline;
   while ((newline = pending.find('\n')) != std::string::npos) {
     const std::string line = pending.substr(0, newline);
     pending.erase(0, newline + 1);
     json value = json::parse(line, nullptr, /*allow_exceptions=*/false);
     // Anything else on the pipe is not ours (a plugin writing to a stray fd).
-    if (value.is_object() && value.contains("event")) on_line(value);
+    if (!value.is_object() || !value.contains("event")) continue;
+    try {
+      on_line(value);
+      ++delivered;
+    } catch (const std::exception&) {
+      // A line of the wrong shape (a plugin scribbling over the child's
+      // memory): ignored; the test it concerns ends without a result.
+    }
+  }
+  return delivered;
+}
+
+// The test child that is running, for the signal handler below.
+std::atomic<pid_t> g_running_child{0};
+
+// SIGINT, SIGTERM, SIGHUP: each child leads its own process group, so the
+// terminal's signals do not reach it; take it down before dying.
+void kill_running_child_and_die(int signal) {
+  const pid_t child = g_running_child.load();
+  if (child > 0) ::kill(-child, SIGKILL);
+  ::signal(signal, SIG_DFL);
+  ::raise(signal);
+}
+
+void install_process_guards() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    // Orphans of a test process (helpers that left its process group) become
+    // our children, to be killed and reaped.
+    ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    for (int signal : {SIGINT, SIGTERM, SIGHUP}) {
+      struct sigaction current {};
+      if (::sigaction(signal, nullptr, &current) != 0 || current.sa_handler != SIG_DFL) continue;
+      struct sigaction action {};
+      action.sa_handler = kill_running_child_and_die;
+      sigemptyset(&action.sa_mask);
+      ::sigaction(signal, &action, nullptr);
+    }
+  });
+}
+
+// Whether |pid| (our child) has ended, without reaping it: a zombie keeps its
+// process group id, so that the group can still be killed safely.
+bool has_exited(int pidfd, pid_t pid, int wait_ms) {
+  if (pidfd >= 0) {
+    pollfd request{pidfd, POLLIN, 0};
+    int ready;
+    while ((ready = ::poll(&request, 1, wait_ms)) < 0 && errno == EINTR) {
+    }
+    return ready > 0;
+  }
+  const auto until = Clock::now() + std::chrono::milliseconds(wait_ms);
+  while (true) {
+    siginfo_t info{};
+    if (::waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid) {
+      return true;
+    }
+    if (Clock::now() >= until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+// Every process whose parent is this one (/proc/<pid>/stat, field 4).
+std::vector<pid_t> child_processes() {
+  std::vector<pid_t> children;
+  DIR* proc = ::opendir("/proc");
+  if (proc == nullptr) return children;
+  const pid_t self = ::getpid();
+  while (const dirent* entry = ::readdir(proc)) {
+    char* end = nullptr;
+    const long pid = std::strtol(entry->d_name, &end, 10);
+    if (pid <= 0 || *end != '\0') continue;
+    std::ifstream stat(fmt::format("/proc/{}/stat", pid));
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const size_t name_end = text.rfind(')');  // the name may hold spaces and ')'
+    if (name_end == std::string::npos) continue;
+    char state = 0;
+    long parent = 0;
+    if (std::sscanf(text.c_str() + name_end + 1, " %c %ld", &state, &parent) == 2 &&
+        parent == self) {
+      children.push_back(pid_t(pid));
+    }
+  }
+  ::closedir(proc);
+  return children;
+}
+
+// Kills and reaps what a test process left behind: the rest of its process
+// group (helpers the plugin started), and any other child of ours (helpers
+// that left the group, reparented to us as the subreaper). The runner has no
+// other children: the test process itself was reaped before this.
+void kill_leftovers(pid_t group) {
+  ::kill(-group, SIGKILL);
+  const auto until = Clock::now() + std::chrono::seconds(5);
+  while (true) {
+    for (pid_t child : child_processes()) ::kill(child, SIGKILL);
+    while (::waitpid(-1, nullptr, WNOHANG) > 0) {
+    }
+    if (child_processes().empty() || Clock::now() >= until) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
 }
 
 // Runs |body| in a forked child whose stdout and stderr are captured, hands
 // every JSON line the child writes to its fd to |on_line|, and kills the
-// child when it outlives |timeout|.
-ChildEnd run_child(const std::function<void(int fd)>& body, std::chrono::milliseconds timeout,
+// child when |timeout| passes without a line: each line restarts the clock
+// (with the value |timeout| has then: on_line may change it for what follows).
+ChildEnd run_child(const std::function<void(int fd)>& body,
+                   const std::chrono::milliseconds& timeout,
                    const std::function<void(const json&)>& on_line, const std::string& log_path,
                    const std::string& label) {
+  install_process_guards();
+  // Close-on-exec: a helper the plugin executes does not hold our pipe open.
   int pipe_fds[2];
-  if (::pipe(pipe_fds) != 0) throw std::runtime_error(fmt::format("pipe: {}", strerror(errno)));
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    throw std::runtime_error(fmt::format("pipe2: {}", strerror(errno)));
+  }
   FileDescriptor read_end(pipe_fds[0]);
   FileDescriptor write_end(pipe_fds[1]);
-  FileDescriptor output(::memfd_create("oar-conform-output", 0));
+  FileDescriptor output(::memfd_create("oar-conform-output", MFD_CLOEXEC));
   if (output.get() < 0) throw std::runtime_error(fmt::format("memfd_create: {}", strerror(errno)));
 
   std::fflush(nullptr);  // or the child would print the parent's buffered text again
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error(fmt::format("fork: {}", strerror(errno)));
   if (pid == 0) {
+    ::setpgid(0, 0);
+    // If oar-conform is killed outright, its test process goes too.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    if (::getppid() != parent) ::_exit(126);
+    for (int signal : {SIGINT, SIGTERM, SIGHUP}) ::signal(signal, SIG_DFL);
     read_end.reset();
+    // Not the terminal's: the child is in a background process group.
+    const int nothing = ::open("/dev/null", O_RDONLY);
+    if (nothing > STDIN_FILENO) {
+      ::dup2(nothing, STDIN_FILENO);
+      ::close(nothing);
+    }
+    // dup2 leaves the copies inheritable: helpers keep printing to the log.
     ::dup2(output.get(), STDOUT_FILENO);
     ::dup2(output.get(), STDERR_FILENO);
     int code = 0;
@@ -151,45 +287,74 @@ ChildEnd run_child(const std::function<void(int fd)>& body, std::chrono::millise
     std::fflush(nullptr);
     ::_exit(code);  // no atexit handlers or static destructors of the parent
   }
+  ::setpgid(pid, pid);  // as the child does: whichever runs first wins the race
+  g_running_child.store(pid);
   write_end.reset();
+  FileDescriptor process(int(::syscall(SYS_pidfd_open, pid, 0)));
+  ::fcntl(read_end.get(), F_SETFL, ::fcntl(read_end.get(), F_GETFL) | O_NONBLOCK);
 
   ChildEnd end;
-  end.timeout = timeout;
-  const auto deadline = Clock::now() + timeout;
-  auto remaining_ms = [&] {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    return std::max<int64_t>(0, left.count());
-  };
+  auto deadline = Clock::now() + timeout;
   std::string pending;
-  bool eof = false;
-  while (!eof && remaining_ms() > 0) {
-    pollfd request{read_end.get(), POLLIN, 0};
-    int ready = ::poll(&request, 1, int(std::min<int64_t>(remaining_ms(), 1000)));
-    if (ready < 0 && errno != EINTR) break;
-    if (ready <= 0) continue;
+  bool pipe_open = true;
+  // Reads what the pipe holds now; false once every writer has closed it.
+  auto drain = [&] {
     char chunk[8192];
-    ssize_t n = ::read(read_end.get(), chunk, sizeof(chunk));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      eof = true;
+    while (true) {
+      const ssize_t n = ::read(read_end.get(), chunk, sizeof(chunk));
+      if (n > 0) {
+        if (split_lines(pending, chunk, size_t(n), on_line) > 0) deadline = Clock::now() + timeout;
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      return n < 0;  // EAGAIN: open, nothing more yet
+    }
+  };
+  bool exited = false;
+  while (!exited) {
+    const auto now = Clock::now();
+    if (now >= deadline) {
+      end.timed_out = true;
+      end.timeout = timeout;  // the limit of the step that overran
       break;
     }
-    split_lines(pending, chunk, size_t(n), on_line);
+    int wait_ms = int(std::min<int64_t>(
+        std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count(), 1000));
+    pollfd requests[2];
+    nfds_t count = 0;
+    if (pipe_open) requests[count++] = {read_end.get(), POLLIN, 0};
+    if (process.get() >= 0) {
+      requests[count++] = {process.get(), POLLIN, 0};
+    } else {
+      wait_ms = std::min(wait_ms, 10);  // no pidfd: look at the child now and then
+    }
+    if (count > 0) {
+      ::poll(requests, count, wait_ms);
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::min(wait_ms, 10)));
+    }
+    if (pipe_open) pipe_open = drain();
+    exited = has_exited(process.get(), pid, 0);
   }
-  // The pipe closes when the child exits; a child that closed it early still
-  // gets the rest of its time to exit.
+  if (end.timed_out) {
+    ::kill(-pid, SIGKILL);
+    ::kill(pid, SIGKILL);  // in case it never got its own group
+    if (!has_exited(process.get(), pid, 10000)) end.unkillable = true;
+  }
+  // Lines written before the end are in the pipe; a helper holding its write
+  // end must not make us wait for more.
+  if (pipe_open) drain();
   int wait_status = 0;
-  pid_t waited = 0;
-  while ((waited = ::waitpid(pid, &wait_status, WNOHANG)) == 0 && remaining_ms() > 0) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  if (!end.unkillable) {
+    ::kill(-pid, SIGKILL);  // helpers in its group, while the zombie holds the group id
+    while (::waitpid(pid, &wait_status, 0) < 0 && errno == EINTR) {
+    }
+    kill_leftovers(pid);
   }
-  if (waited == 0) {
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, &wait_status, 0);
-    end.timed_out = true;
-  } else if (WIFSIGNALED(wait_status)) {
+  g_running_child.store(0);
+  if (!end.timed_out && WIFSIGNALED(wait_status)) {
     end.signal = WTERMSIG(wait_status);
-  } else if (WIFEXITED(wait_status)) {
+  } else if (!end.timed_out && WIFEXITED(wait_status)) {
     end.exit_code = WEXITSTATUS(wait_status);
   }
   end.output = read_all(output.get());
@@ -236,12 +401,60 @@ void from_hex(const std::string& hex, void* data, size_t size) {
   }
 }
 
-void probe_child(int fd, const TargetFactory& factory) {
+// How long |step| takes, in milliseconds: the fastest of two timed runs after
+// a warm-up; a warm-up of 50 ms or more is the answer itself (a slow device
+// pays for each run, and compilation or first-touch costs only make the
+// estimate, and so the timeouts, longer).
+double fastest_ms(const std::function<void()>& step) {
+  auto timed = [&] {
+    const auto start = Clock::now();
+    step();
+    return milliseconds_since(start);
+  };
+  const double warm_up = timed();
+  if (warm_up >= 50) return warm_up;
+  return std::min(timed(), timed());
+}
+
+// Measures the device's round trips (see DeviceSpeed), one line each.
+void measure_speed(int fd, Device& device) {
+  Stream& stream = device.default_stream();
   try {
-    Target target = factory();
-    const Device& device = *target.device;
+    Buffer buffer = device.allocate(256);
+    const uint32_t word = 0x4f4152;
+    const double ms = fastest_ms([&] {
+      stream.copy_from_host(buffer, 0, &word, sizeof(word));
+      stream.synchronize();
+    });
+    send_line(fd, {{"event", "speed"}, {"copy_round_trip_ms", ms}});
+  } catch (const std::exception& e) {
+    send_line(fd, {{"event", "speed"}, {"note", fmt::format("copy round trip: {}", e.what())}});
+    return;
+  }
+  try {
+    const std::vector<float> zeros(size_t(1) << 20, 0.0f);
+    Tensor a = Tensor::empty(device, {int64_t(zeros.size())}, dtype::f32);
+    Tensor b = Tensor::empty(device, {int64_t(zeros.size())}, dtype::f32);
+    a.copy_from_host(stream, zeros.data());
+    b.copy_from_host(stream, zeros.data());
+    stream.synchronize();
+    const double ms = fastest_ms([&] {
+      Tensor sum = ops::add(stream, a, b);
+      stream.synchronize();
+    });
+    send_line(fd, {{"event", "speed"}, {"kernel_round_trip_ms", ms}});
+  } catch (const std::exception& e) {
+    send_line(fd, {{"event", "speed"}, {"note", fmt::format("f32 add round trip: {}", e.what())}});
+  }
+}
+
+void probe_child(int fd, const TargetFactory& factory) {
+  std::optional<Target> target;
+  try {
+    target = factory();
+    Device& device = *target->device;
     const PluginRecord* record = nullptr;
-    for (const auto& candidate : target.runtime->plugins()) {
+    for (const auto& candidate : target->runtime->plugins()) {
       if (candidate.name == device.plugin_name()) record = &candidate;
     }
     if (record == nullptr) throw std::runtime_error("the device's plugin has no record");
@@ -252,11 +465,15 @@ void probe_child(int fd, const TargetFactory& factory) {
                    {"properties", to_hex(&device.properties(), sizeof(device.properties()))}});
   } catch (const TargetError& e) {
     send_line(fd, {{"event", "target_error"}, {"kind", int(e.kind())}, {"message", e.what()}});
+    return;
   } catch (const std::exception& e) {
     send_line(fd, {{"event", "target_error"},
                    {"kind", int(TargetError::Kind::kUnavailable)},
                    {"message", e.what()}});
+    return;
   }
+  measure_speed(fd, *target->device);
+  send_line(fd, {{"event", "done"}});
 }
 
 // Runs one test body and classifies how it ended.
@@ -337,7 +554,7 @@ class GroupRunner {
     std::map<std::string, size_t> group_index;
     for (size_t i = 0; i < tests_.size(); ++i) {
       if (const Expectation* unsupported = options_.expectations.find_unsupported(tests_[i].id)) {
-        finish(i, Status::kSkipped, "unsupported: " + unsupported->reason, 0);
+        finish(i, Status::kSkipped, "unsupported: " + unsupported->reason, 0, true);
         continue;
       }
       // An empty group is a group of its own: the test shares a process with nothing.
@@ -356,8 +573,8 @@ class GroupRunner {
  private:
   TestResult make_result(const TestCase& test, Status status, std::string message,
                          double duration_ms) const {
-    return {test.id, test.area,          test.op,    test.dtype, test.group,
-            status,  std::move(message), duration_ms};
+    return {test.id, test.area,          test.op,     test.dtype, test.group,
+            status,  std::move(message), duration_ms, false};
   }
 
   // Known failures turn around here, so that every path (result line, crash,
@@ -380,8 +597,10 @@ class GroupRunner {
     if (options_.on_result) options_.on_result(result);
   }
 
-  void finish(size_t index, Status status, std::string message, double duration_ms) {
+  void finish(size_t index, Status status, std::string message, double duration_ms,
+              bool unsupported = false) {
     TestResult result = make_result(tests_[index], status, std::move(message), duration_ms);
+    result.unsupported = unsupported;
     deliver(result);
     results_[index] = std::move(result);
   }
@@ -462,7 +681,8 @@ class GroupRunner {
                       group,
                       end.timed_out ? Status::kTimeout : Status::kCrashed,
                       "after the group's tests, shutting the runtime down " + end.describe(),
-                      0};
+                      0,
+                      false};
     deliver(result);
     extra_results_.push_back(std::move(result));
   }
@@ -505,11 +725,24 @@ int severity(Status status) {
   return 5;
 }
 
+double DeviceSpeed::unit_ms() const {
+  return std::max({0.0, copy_round_trip_ms, kernel_round_trip_ms});
+}
+
+std::chrono::milliseconds test_timeout(std::chrono::milliseconds base, const DeviceSpeed& speed) {
+  return base + std::chrono::milliseconds(int64_t(std::ceil(kRoundTripsPerTest * speed.unit_ms())));
+}
+
 TargetInfo probe(const TargetFactory& factory, std::chrono::milliseconds timeout) {
   std::optional<TargetInfo> info;
   std::optional<TargetError> error;
+  DeviceSpeed speed;
+  // Loading the plugin and closing it get |timeout|; a measurement takes a
+  // round trip or three on a device whose speed is not known yet.
+  std::chrono::milliseconds limit = timeout;
   auto on_line = [&](const json& line) {
     const std::string event = line.value("event", "");
+    limit = event == "done" ? timeout : std::max(timeout, kMeasurementTimeout);
     if (event == "target_error") {
       error.emplace(TargetError::Kind(line.value("kind", 0)), line.value("message", ""));
     } else if (event == "target") {
@@ -519,15 +752,26 @@ TargetInfo probe(const TargetFactory& factory, std::chrono::milliseconds timeout
       target.device_index = line.at("device_index");
       from_hex(line.at("properties"), &target.properties, sizeof(target.properties));
       info = std::move(target);
+    } else if (event == "speed") {
+      speed.copy_round_trip_ms = line.value("copy_round_trip_ms", speed.copy_round_trip_ms);
+      speed.kernel_round_trip_ms = line.value("kernel_round_trip_ms", speed.kernel_round_trip_ms);
+      if (line.contains("note")) speed.note = line.value("note", "");
     }
   };
   const ChildEnd end =
-      run_child([&](int fd) { probe_child(fd, factory); }, timeout, on_line, "", "probe");
+      run_child([&](int fd) { probe_child(fd, factory); }, limit, on_line, "", "probe");
   if (error) throw *error;
-  // A crash at shutdown after the target was described is left to the tests.
-  if (info) return *info;
-  throw TargetError(TargetError::Kind::kCrashed,
-                    "the plugin's process died while loading it: " + end.describe());
+  if (!info) {
+    throw TargetError(TargetError::Kind::kCrashed,
+                      "the plugin's process died while loading it: " + end.describe());
+  }
+  // A crash at shutdown after the target was described is left to the tests;
+  // one during a measurement is noted.
+  if (speed.note.empty() && (speed.copy_round_trip_ms < 0 || speed.kernel_round_trip_ms < 0)) {
+    speed.note = "the measurement did not finish: " + end.describe();
+  }
+  info->speed = speed;
+  return *info;
 }
 
 std::vector<TestCase> select_tests(const SuiteRegistrar& registrar,
