@@ -37,6 +37,12 @@ InputSpec explicit_values(Shape shape, DLDataType dtype, std::vector<double> val
   return s;
 }
 
+InputSpec bit_values(DLDataType dtype, std::vector<uint64_t> bits) {
+  InputSpec s = spec({int64_t(bits.size())}, dtype, {});
+  s.bits = std::move(bits);
+  return s;
+}
+
 OpCase make_case(std::string name, std::vector<InputSpec> inputs,
                  std::vector<AttrValue> attrs = {}) {
   OpCase c;
@@ -96,6 +102,51 @@ std::vector<OpCase> unary_cases(const std::string& op, DLDataType dt) {
                               {attr("approximate", "tanh")}));
     cases.push_back(
         make_case("tanh_form_large_1M", {spec(kLarge1d, dt, d)}, {attr("approximate", "tanh")}));
+  }
+  if (is_float(dt)) {
+    // IEEE special values through every formula (docs/ops.md's table), and
+    // relu/abs/neg of NaN (a max(x, 0) written with fmax returns 0).
+    std::vector<AttrValue> forms[2] = {{}, {attr("approximate", "tanh")}};
+    for (int form = 0; form < (op == "gelu" ? 2 : 1); ++form) {
+      cases.push_back(
+          make_case(form == 0 ? "special_values_ieee" : "tanh_form_special_values_ieee",
+                    {explicit_values(
+                        {11}, dt, {kNaN, kInf, -kInf, 0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 3.0, -3.0})},
+                    forms[form]));
+    }
+  }
+  if (is_float(dt) && in_set(op, {"tanh", "sigmoid", "silu", "gelu", "erf"})) {
+    // Far from zero the naive formulas overflow: e^x / (1 + e^x) and
+    // (e^2x - 1) / (e^2x + 1) give inf / inf = NaN.
+    std::vector<double> v;
+    for (double m : {20.0, 50.0, 100.0, 500.0, 1000.0, 30000.0}) v.push_back(m), v.push_back(-m);
+    if (dt != dtype::f16) {
+      for (double m : {1e10, 1e30}) v.push_back(m), v.push_back(-m);
+    }
+    const Shape shape = {int64_t(v.size())};
+    cases.push_back(make_case("large_magnitudes", {explicit_values(shape, dt, v)}));
+    if (op == "gelu") {
+      cases.push_back(make_case("tanh_form_large_magnitudes", {explicit_values(shape, dt, v)},
+                                {attr("approximate", "tanh")}));
+    }
+  }
+  if (op == "gelu") {
+    // Where the erf and tanh forms differ by more than every dtype's
+    // tolerance (|x| near 3: 10-15% of the value): a kernel that ignores
+    // |approximate| fails in bf16 too.
+    cases.push_back(make_case("erf_form_tail_separates_forms",
+                              {spec({13, 31}, dt, uniform(-3.3, -2.7))},
+                              {attr("approximate", "none")}));
+    cases.push_back(make_case("tanh_form_tail_separates_forms",
+                              {spec({13, 31}, dt, uniform(-3.3, -2.7))},
+                              {attr("approximate", "tanh")}));
+  }
+  if (in_set(op, {"neg", "abs"}) && !is_float(dt)) {
+    // Two's complement: -INT_MIN == INT_MIN, abs(INT_MIN) == INT_MIN.
+    const uint64_t min = dt == dtype::i32 ? 0x80000000ull : 0x8000000000000000ull;
+    const uint64_t max = dt == dtype::i32 ? 0x7fffffffull : 0x7fffffffffffffffull;
+    const uint64_t minus_one = dt == dtype::i32 ? 0xffffffffull : ~0ull;
+    cases.push_back(make_case("int_min_wraps", {bit_values(dt, {min, max, minus_one, 0, 1})}));
   }
   if (op == "exp" && is_float(dt)) {
     cases.push_back(make_case("special_values_nan_inf_overflow",
@@ -163,6 +214,32 @@ std::vector<OpCase> binary_cases(const std::string& op, DLDataType dt,
              {2147483647.0, 2147483600.0, -2147483648.0, 1000000.0, 65536.0, 46341.0, -7.0}),
          explicit_values({7}, dt, {1.0, 100.0, -1.0, 1000000.0, 65536.0, 46341.0, 3.0})}));
   }
+  if (in_set(op, {"add", "sub", "mul"}) &&
+      (dt == dtype::i64 || (dt == dtype::i32 && op == "sub"))) {
+    // Wrap-around at the ends of the range, bit patterns a double cannot carry.
+    const bool wide = dt == dtype::i64;
+    const uint64_t min = wide ? 0x8000000000000000ull : 0x80000000ull;
+    const uint64_t max = wide ? 0x7fffffffffffffffull : 0x7fffffffull;
+    const uint64_t one = 1, minus_one = wide ? ~0ull : 0xffffffffull;
+    const uint64_t big = wide ? 0x100000000ull : 0x10000ull;  // 2^32, 2^16
+    const uint64_t root = wide ? 3037000500ull : 46341ull;    // just above sqrt(max)
+    cases.push_back(make_case("overflow_wraps_at_the_ends",
+                              {bit_values(dt, {max, min, max, min, big, root, minus_one}),
+                               bit_values(dt, {one, minus_one, min, one, big, root, min})}));
+  }
+  if (op == "pow" && is_float(dt)) {
+    // A negative base with an integral exponent is finite (exp(b log a) is NaN).
+    cases.push_back(
+        make_case("negative_base_integral_exponent",
+                  {spec({13, 31}, dt, uniform(-3, -0.25)), spec({13, 31}, dt, integers(-3, 3))}));
+    const double n = kNaN, i = kInf;
+    cases.push_back(make_case(
+        "special_values",
+        {explicit_values({16}, dt,
+                         {n, 1, -8, 0.0, -0.0, -0.0, -2, i, -i, 0.5, 2, -1, 0.0, 3, -0.0, 2}),
+         explicit_values({16}, dt,
+                         {0.0, n, 1.0 / 3, -1, -1, -2, 3, -1, 3, i, i, i, 0.0, 1, 3, -0.0})}));
+  }
   if (category == "compare" && is_float(dt)) {
     cases.push_back(make_case("nan_inf_operands",
                               {explicit_values({6}, dt, {kNaN, kNaN, 1.0, kInf, -kInf, kInf}),
@@ -192,6 +269,15 @@ std::vector<OpCase> where_cases(DLDataType dt) {
   for (const WhereShape& s : kWhereShapes) {
     cases.push_back(make_case(s.name, {spec(s.condition, dtype::boolean, d, s.transposed),
                                        spec(s.a, dt, d, s.transposed), spec(s.b, dt, d)}));
+  }
+  if (is_float(dt)) {
+    // The unselected operand is not evaluated: cond * a + (1 - cond) * b
+    // lets its NaN (or inf * 0) through.
+    const double n = kNaN, i = kInf;
+    cases.push_back(make_case("nan_inf_in_unselected_branch",
+                              {explicit_values({6}, dtype::boolean, {1, 0, 1, 0, 1, 0}),
+                               explicit_values({6}, dt, {1, n, -i, i, n, n}),
+                               explicit_values({6}, dt, {n, 2, n, -i, -i, 5})}));
   }
   return cases;
 }
@@ -245,6 +331,32 @@ std::vector<OpCase> reduction_cases(const std::string& op, DLDataType dt) {
   if (in_set(op, {"sum", "prod"})) {  // the empty sum is 0, the empty product 1
     cases.push_back(make_case("over_empty_axis", {spec({0, 5}, dt, d)}, {attr("axes", Shape{0})}));
   }
+  if (in_set(op, {"sum", "mean"})) {
+    // Long sums of terms of one sign: an accumulator of the element type
+    // stops growing (f16 at a few hundred) and a single running f32
+    // accumulator over millions of terms drifts past the tolerance; wider,
+    // compensated, pairwise or blocked sums stay within it. Integers must be
+    // exact (past 2^24 a float accumulator is not) and wrap.
+    const bool f32 = dt == dtype::f32;
+    const Shape line = {f32 ? int64_t(1) << 22 : kLargeElements};
+    Domain positive = dt == dtype::f16   ? uniform(0, 1.0 / 16)  // sums ~32768 < 65504
+                      : is_float(dt)     ? uniform(0, 1)
+                      : dt == dtype::i32 ? integers(0, 1000)
+                                         : integers(int64_t(1) << 39, int64_t(1) << 40);
+    if (is_float(dt) || op == "sum") {
+      cases.push_back(make_case(f32 ? "long_positive_4M" : "long_positive_1M",
+                                {spec(line, dt, positive)}, {attr("axes", Shape{})}));
+      Domain column = dt == dtype::f16 ? uniform(0, 0.25) : positive;
+      cases.push_back(make_case("long_positive_axis0_65536x16", {spec({65536, 16}, dt, column)},
+                                {attr("axes", Shape{0})}));
+    }
+    if (op == "sum" && !is_float(dt)) {
+      Domain wraps = dt == dtype::i32 ? integers(int64_t(1) << 20, int64_t(1) << 21)
+                                      : integers(int64_t(1) << 52, int64_t(1) << 53);
+      cases.push_back(
+          make_case("long_sum_wraps", {spec(kLarge1d, dt, wraps)}, {attr("axes", Shape{})}));
+    }
+  }
   if (in_set(op, {"max", "min"}) && is_float(dt)) {
     const double n = kNaN, i = kInf;
     cases.push_back(make_case("nan_inf_propagation",
@@ -282,6 +394,15 @@ std::vector<OpCase> arg_reduction_cases(const std::string& op, DLDataType dt) {
   // Few distinct values: the first of equal extremes must win.
   cases.push_back(make_case("ties_pick_first_13x31", {spec({13, 31}, dt, integers(-3, 3))},
                             {attr("axis", int64_t(1))}));
+  if (is_float(dt)) {
+    // NaN is the extreme for both and the first one wins; infinities are
+    // ordinary extremes with ties.
+    const double n = kNaN, i = kInf;
+    cases.push_back(make_case(
+        "nan_inf_rows", {explicit_values({5, 5}, dt, {1, n, 3, n, 0, -i, -i, -5, -i, -i, 2,  2, i,
+                                                      i, 1, n, 1, 2, 3,  4,  -1, -2, -3, -4, n})},
+        {attr("axis", int64_t(1))}));
+  }
   return cases;
 }
 
@@ -466,7 +587,7 @@ std::vector<OpCase> matmul_cases(DLDataType dt) {
     return make_case(name, {spec(a, dt, d, a_noncontiguous), spec(b, dt, d)},
                      {attr("transpose_a", ta), attr("transpose_b", tb)});
   };
-  return {
+  std::vector<OpCase> cases = {
       c("square_64", {64, 64}, {64, 64}),
       c("odd_7x13x5", {7, 13}, {13, 5}),
       c("transpose_a", {13, 7}, {13, 5}, true),
@@ -480,6 +601,35 @@ std::vector<OpCase> matmul_cases(DLDataType dt) {
       c("noncontiguous_a", {7, 13}, {13, 5}, false, false, true),
       c("large_128x256x96", {128, 256}, {256, 96}),
   };
+  // Every combination of transposes with every batch layout: both batched,
+  // either side broadcast (size 1), both broadcast, and either side of a
+  // lower rank. M, K, N = 5, 7, 3, batch [2, 3].
+  struct Batch {
+    const char* name;
+    Shape a, b;  // batch dimensions
+  };
+  const Batch batches[] = {
+      {"batched", {2, 3}, {2, 3}},     {"a_broadcast", {1, 3}, {2, 3}},
+      {"b_broadcast", {2, 3}, {2, 1}}, {"both_broadcast", {2, 1}, {1, 3}},
+      {"a_lower_rank", {}, {2, 3}},    {"b_lower_rank", {2, 3}, {3}},
+  };
+  for (const Batch& batch : batches) {
+    for (int t = 0; t < 4; ++t) {
+      const bool ta = t & 1, tb = t & 2;
+      Shape a = batch.a, b = batch.b;
+      for (int64_t d : ta ? Shape{7, 5} : Shape{5, 7}) a.push_back(d);
+      for (int64_t d : tb ? Shape{3, 7} : Shape{7, 3}) b.push_back(d);
+      const char* suffix[] = {"", "_transpose_a", "_transpose_b", "_transpose_both"};
+      cases.push_back(c("", a, b, ta, tb));
+      cases.back().name = std::string(batch.name) + suffix[t];
+    }
+  }
+  // A long sum of positive products: an f16 or bf16 accumulator fails.
+  cases.push_back(
+      make_case("large_k_16384_positive",
+                {spec({4, 16384}, dt, uniform(0, 1)), spec({16384, 4}, dt, uniform(0, 1))},
+                {attr("transpose_a", false), attr("transpose_b", false)}));
+  return cases;
 }
 
 std::vector<OpCase> softmax_cases(DLDataType dt) {
@@ -497,18 +647,35 @@ std::vector<OpCase> softmax_cases(DLDataType dt) {
       c("large_magnitudes_needs_max_shift", {13, 31}, -1, uniform(-60, 60)),
       c("noncontiguous", {13, 31}, -1, d, true),
       c("large_1024x1024", kLargeRows, -1, d),
+      // Without the max shift e^1000 is inf (and e^-1000 is 0): NaN rows.
+      c("logits_near_plus_1000", {13, 31}, -1, uniform(995, 1005)),
+      c("logits_near_minus_1000", {13, 31}, -1, uniform(-1005, -995)),
+      c("logits_spread_pm1000", {13, 31}, -1, uniform(-1000, 1000)),
+      c("logits_near_30000", {13, 31}, -1, uniform(29980, 30020)),
+      // A row sum of 2048 exponentials (~200) in an f16 accumulator loses
+      // most terms; rows stay short enough for drivers that cap the loop
+      // iterations of one invocation (llvmpipe: ~16384).
+      c("long_rows_16x2048", {16, 2048}, -1, d),
+      make_case("minus_inf_entries",
+                {explicit_values({3, 5}, dt,
+                                 {-kInf, 1000, 999, -kInf, 998, 0, -kInf, -kInf, -kInf, -kInf,
+                                  -kInf, -1000, 1000, 5, -kInf})},
+                {attr("axis", int64_t(-1))}),
   };
 }
 
 std::vector<OpCase> norm_cases(const std::string& op, DLDataType dt) {
   const bool with_bias = op == "layer_norm";
   auto c = [&](const char* name, Shape x, bool transposed = false,
-               std::vector<AttrValue> attrs = {}) {
-    std::vector<InputSpec> in = {spec(x, dt, uniform(-3, 3), transposed),
+               std::vector<AttrValue> attrs = {}, Domain domain = uniform(-3, 3)) {
+    std::vector<InputSpec> in = {spec(x, dt, domain, transposed),
                                  spec({x.back()}, dt, uniform(0.5, 1.5))};
     if (with_bias) in.push_back(spec({x.back()}, dt, uniform(-1, 1)));
     return make_case(name, std::move(in), std::move(attrs));
   };
+  // Rows whose variance (rms_norm: mean square) is of the order of eps, so
+  // that eps changes every output by far more than any dtype's tolerance.
+  const Domain tiny = with_bias ? uniform(-0.004, 0.004) : uniform(-0.002, 0.002);
   return {
       c("rows_13x31", {13, 31}),
       c("rank3_2x7x64", {2, 7, 64}),
@@ -517,6 +684,12 @@ std::vector<OpCase> norm_cases(const std::string& op, DLDataType dt) {
       c("empty_rows", {0, 31}),
       c("noncontiguous", {13, 31}, true),
       c("large_1024x1024", kLargeRows),
+      c("default_eps_matters_tiny_variance", {13, 31}, false, {}, tiny),
+      c("eps_1_dominates", {13, 31}, false, {attr("eps", 1.0)}, uniform(-1, 1)),
+      // Sums of 2048 squares (~6000) in an f16 accumulator lose most terms.
+      c("long_rows_16x2048", {16, 2048}),
+      // Squares past f16's range (256^2 > 65504): an f16 accumulator overflows.
+      c("large_magnitudes_squares_overflow_f16", {13, 31}, false, {}, away_from_zero(256, 2048)),
   };
 }
 
@@ -537,6 +710,12 @@ std::vector<OpCase> batch_norm_cases(DLDataType dt) {
       c("empty_batch", {0, 3, 5, 7}),
       c("noncontiguous", {2, 3, 5, 7}, true),
       c("large_8x16x64x64", {8, 16, 64, 64}),
+      // var + eps with eps as large as var: an ignored eps fails in bf16 too.
+      make_case("default_eps_matters_tiny_variance",
+                {spec({2, 3, 5, 7}, dt, uniform(-0.01, 0.01)),
+                 spec({3}, dt, uniform(-0.001, 0.001)), spec({3}, dt, uniform(2e-6, 2e-5)),
+                 spec({3}, dt, uniform(0.5, 1.5)), spec({3}, dt, uniform(-1, 1))}),
+      c("eps_1_dominates", {2, 3, 5, 7}, false, {attr("eps", 1.0)}),
   };
 }
 
@@ -587,6 +766,11 @@ std::vector<OpCase> conv2d_cases(DLDataType dt) {
                               {attr("stride", v.stride), attr("padding", v.padding),
                                attr("dilation", v.dilation), attr("groups", v.groups)}));
   }
+  // A long sum of positive products (fan-in 4608): an f16 or bf16
+  // accumulator fails.
+  cases.push_back(make_case(
+      "large_fan_in_4608_positive",
+      {spec({1, 512, 6, 6}, dt, uniform(0, 1)), spec({2, 512, 3, 3}, dt, uniform(0, 1))}));
   return cases;
 }
 
@@ -636,6 +820,15 @@ std::vector<OpCase> attention_cases(DLDataType dt) {
       c("empty_batch", {0, 2, 5, 8}, {0, 2, 5, 8}, {0, 2, 5, 8}, false),
       c("noncontiguous_k", {2, 3, 7, 16}, {2, 3, 11, 16}, {2, 3, 11, 8}, false, 0, true),
       c("large_causal_2x8x64x64", {2, 8, 64, 64}, {2, 8, 64, 64}, {2, 8, 64, 64}, true),
+      // The causal mask is aligned bottom-right: with fewer queries than keys
+      // query i sees keys 0..i + Lk - Lq; with more, the first queries see none.
+      c("causal_fewer_queries_lq5_lk9", {2, 3, 5, 16}, {2, 3, 9, 16}, {2, 3, 9, 8}, true),
+      c("causal_more_queries_lq9_lk5", {2, 3, 9, 16}, {2, 3, 5, 16}, {2, 3, 5, 8}, true),
+      // Scores sharp enough that the scale's effect exceeds every tolerance.
+      make_case("explicit_scale_4_sharp",
+                {spec({1, 2, 5, 8}, dt, uniform(-2, 2)), spec({1, 2, 6, 8}, dt, uniform(-2, 2)),
+                 spec({1, 2, 6, 8}, dt, uniform(-1, 1))},
+                {attr("causal", false), attr("scale", 4.0)}),
   };
 }
 
@@ -657,9 +850,10 @@ std::vector<OpCase> rotary_cases(DLDataType dt) {
 
 std::vector<OpCase> cross_entropy_cases(DLDataType dt) {
   auto c = [&](const char* name, Shape logits, const char* reduction,
-               DLDataType target_dtype = dtype::i64, bool transposed = false) {
+               DLDataType target_dtype = dtype::i64, bool transposed = false,
+               Domain domain = uniform(-4, 4)) {
     return make_case(name,
-                     {spec(logits, dt, uniform(-4, 4), transposed),
+                     {spec(logits, dt, domain, transposed),
                       spec({logits[0]}, target_dtype, integers(0, logits[1] - 1))},
                      {attr("reduction", reduction)});
   };
@@ -673,6 +867,13 @@ std::vector<OpCase> cross_entropy_cases(DLDataType dt) {
       c("target_i32", {7, 13}, "mean", dtype::i32),
       c("noncontiguous_logits", {7, 13}, "none", dtype::i64, true),
       c("large_1024x1000", {1024, 1000}, "mean"),
+      // A stable log-sum-exp: e^1000 overflows, and with logits 2000 apart a
+      // log of the softmax is log(0).
+      c("logits_near_plus_1000", {7, 13}, "none", dtype::i64, false, uniform(995, 1005)),
+      c("logits_near_minus_1000", {7, 13}, "none", dtype::i64, false, uniform(-1005, -995)),
+      c("logits_spread_pm1000", {7, 13}, "none", dtype::i64, false, uniform(-1000, 1000)),
+      c("logits_spread_pm1000_mean", {7, 13}, "mean", dtype::i64, false, uniform(-1000, 1000)),
+      c("long_rows_16x2048", {16, 2048}, "none"),
   };
 }
 
