@@ -177,8 +177,13 @@ void softmax_line(const In* x, Out* y, int64_t n, int64_t stride, bool log) {
   double sum = 0;
   for (int64_t j = 0; j < n; ++j) sum += std::exp(load(x + j * stride) - max);
   if (log) {
-    C shift = C(max + std::log(sum));
-    for (int64_t j = 0; j < n; ++j) store(y + j * stride, load(x + j * stride) - shift);
+    // (x - max) - log(sum), not x - (max + log(sum)): max + log(sum) rounded
+    // to the element type carries an error of the size of max's spacing,
+    // larger than the result's own for logits in the thousands.
+    const double log_sum = std::log(sum);
+    for (int64_t j = 0; j < n; ++j) {
+      store(y + j * stride, double(load(x + j * stride) - max) - log_sum);
+    }
     return;
   }
   C scale = C(1 / sum);
