@@ -70,9 +70,11 @@ float erf_f(float x) {
 float pow_f(float base, float e) {
   if (e == 0.0 || base == 1.0) return 1.0;
   if (isnan(base) || isnan(e)) return nan_value();
+  if (isinf(e) && abs(base) == 1.0) return 1.0;  // C's pow(-1, +-inf)
   bool integral = floor(e) == e && !isinf(e);
   bool odd = integral && abs(e) < 16777216.0 && (int(abs(e)) & 1) == 1;
-  if (base < 0.0 && !integral && !isinf(base)) return nan_value();
+  // An infinite exponent counts as an even integer (C99 F.9.4.4).
+  if (base < 0.0 && !integral && !isinf(base) && !isinf(e)) return nan_value();
   float magnitude;
   if (base == 0.0) {
     magnitude = e < 0.0 ? uintBitsToFloat(0x7f800000u) : 0.0;
