@@ -36,8 +36,10 @@ UNARY(u_cos, cos(x))
 UNARY(u_tanh, tanh(x))
 UNARY(u_sigmoid, (CX)1 / ((CX)1 + exp(-x)))
 UNARY(u_gelu, (CX)0.5 * x * ((CX)1 + erf(x * (CX)0.70710678118654752440)))
+// 0.5 x (1 + tanh(u)) as x / (1 + e^-2u): the same value, but exactly 0 (and
+// NaN at -inf) where tanh(u) is -1, even with a tanh that stops an ulp short.
 UNARY(u_gelu_tanh,
-      (CX)0.5 * x * ((CX)1 + tanh((CX)0.79788456080286535588 * (x + (CX)0.044715 * x * x * x))))
+      x / ((CX)1 + exp((CX)-1.59576912160573071176 * (x + (CX)0.044715 * x * x * x))))
 UNARY(u_silu, x*((CX)1 / ((CX)1 + exp(-x))))
 UNARY(u_erf, erf(x))
 UNARY(u_floor, floor(x))
