@@ -154,6 +154,24 @@ TEST(Bf16Test, RoundsToNearestEven) {
   EXPECT_EQ(bf16_bits_to_double(0x0001), 0x1p-133);
 }
 
+TEST(Bf16Test, TheTieAboveTheLargestRoundsToInfinity) {
+  EXPECT_EQ(double_to_bf16_bits(255 * 0x1p120 + 0x1p119), 0x7F80);
+  EXPECT_EQ(double_to_bf16_bits(255 * 0x1p120 + 0x1p118), 0x7F7F);
+}
+
+// Integers just above a tie of the target: rounded through f64 (or f32) they
+// would become the tie and round to even, down; rounded once they go up.
+TEST(HostTensorTest, IntegersRoundOnceToNarrowFloats) {
+  HostTensor b = HostTensor::zeros({2}, dtype::bf16);
+  b.set_int(0, (int64_t(1) << 62) + (int64_t(1) << 54) + 1);
+  b.set_int(1, (int64_t(1) << 30) + (int64_t(1) << 22) + 1);
+  EXPECT_EQ(b.get(0), 0x1p62 + 0x1p55);
+  EXPECT_EQ(b.get(1), 0x1p30 + 0x1p23);
+  HostTensor f = HostTensor::zeros({1}, dtype::f32);
+  f.set_int(0, (int64_t(1) << 60) + (int64_t(1) << 36) + 1);
+  EXPECT_EQ(f.get(0), 0x1p60 + 0x1p37);
+}
+
 TEST(HostTensorTest, SetTruncatesAndSetIntWraps) {
   HostTensor t = HostTensor::zeros({3}, dtype::i32);
   t.set(0, 2.9);
