@@ -10,6 +10,8 @@ packages=(
   libboost-dev nlohmann-json3-dev libcli11-dev libfmt-dev libdlpack-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
+  # oar-conform's signed bundles: SHA-256 and Ed25519, tar.gz
+  libssl-dev libarchive-dev
   # the cpu plugin: BLAS for matmul and conv2d
   libopenblas-dev
   # the opencl plugin: ICD loader and headers; PoCL is the OpenCL device here

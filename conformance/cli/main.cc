@@ -1,10 +1,17 @@
 // `oar-conform`: certifies that one device of one plugin runs the OAR
-// conformance suite. One command, a verdict, a report (JSON, JUnit XML, HTML).
+// conformance suite. One command, a verdict naming the profile it certifies,
+// a report (JSON, JUnit XML, HTML), and on request a signed bundle;
+// `oar-conform keygen` makes the signing key, `oar-conform verify` checks a
+// bundle.
 //
-// Exit codes: 0 certified; 1 not certified (a test failed, crashed or timed
-// out, or the plugin crashed while loading); 2 usage error, plugin or device
-// not found, a plugin with zero devices (nothing to certify), a bad
-// expectations file, or an empty selection. See docs/conformance.md.
+// Exit codes: 0 certified (core or full profile), or a partial (--filter) run
+// in which nothing failed; 1 not certified (a test failed, crashed or timed
+// out, the profile asked for or even the core profile is not covered, or the
+// plugin crashed while loading); 2 usage error, plugin or device not found, a
+// plugin with zero devices (nothing to certify), a bad expectations file, an
+// empty selection, no signing key or an unwritable bundle. verify: 0 valid,
+// 1 not valid (altered, signed by another key, another library), 2 not a
+// readable bundle. See docs/conformance.md.
 #include <fmt/format.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -13,13 +20,19 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <optional>
 
 #include "cli/describe.h"
+#include "conformance/harness/bundle.h"
 #include "conformance/harness/expectations.h"
+#include "conformance/harness/profiles.h"
 #include "conformance/harness/report.h"
 #include "conformance/harness/runner.h"
-#include "conformance/harness/sha256.h"
+#include "conformance/harness/signing.h"
 #include "conformance/harness/test.h"
 
 namespace {
@@ -196,12 +209,91 @@ struct Arguments {
   std::string plugin;
   int device = 0;
   std::string filter;
+  std::string profile = "best";
   std::string report_dir = "oar-conform-report";
   std::string expectations;
-  double timeout_s = 120;
+  double timeout_s = 60;
+  std::string bundle;
+  std::string signing_key;
   bool list = false;
   bool validate = false;
 };
+
+struct VerifyArguments {
+  std::string bundle;
+  std::string key;
+  std::string plugin;
+};
+
+// Where keygen puts the signing key and --bundle looks for it:
+// $XDG_CONFIG_HOME/oar/conform-signing-key.pem (~/.config when unset).
+std::string default_signing_key() {
+  const char* config = std::getenv("XDG_CONFIG_HOME");
+  const char* home = std::getenv("HOME");
+  fs::path folder = config != nullptr && *config != '\0' ? fs::path(config)
+                    : home != nullptr                    ? fs::path(home) / ".config"
+                                                         : fs::path(".");
+  return (folder / "oar" / "conform-signing-key.pem").string();
+}
+
+// The public key's file beside the private one: key.pem -> key.pub.pem.
+std::string public_key_path(const std::string& private_path) {
+  fs::path path(private_path);
+  if (path.extension() == ".pem") return path.replace_extension(".pub.pem").string();
+  return private_path + ".pub";
+}
+
+int run_keygen(const std::string& private_path) {
+  try {
+    std::error_code error;
+    const fs::path folder = fs::path(private_path).parent_path();
+    if (!folder.empty()) fs::create_directories(folder, error);
+    const std::string public_path = public_key_path(private_path);
+    oc::generate_signing_key(private_path, public_path);
+    std::ifstream file(public_path);
+    const std::string pem((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    fmt::print(
+        "private key: {} (keep it secret)\npublic key:  {}\nfingerprint: {}\n"
+        "Give the public key to whoever checks your bundles (oar-conform verify --key).\n",
+        private_path, public_path, oc::public_key_fingerprint(pem));
+    return kExitCertified;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "oar-conform keygen: {}\n", e.what());
+    return kExitUsage;
+  }
+}
+
+int run_verify(const VerifyArguments& arguments) {
+  std::optional<std::string> key;
+  if (!arguments.key.empty()) {
+    std::ifstream file(arguments.key);
+    if (!file) {
+      fmt::print(stderr, "oar-conform verify: cannot read the key {}\n", arguments.key);
+      return kExitUsage;
+    }
+    key.emplace((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  }
+  std::optional<std::string> plugin;
+  if (!arguments.plugin.empty()) plugin = arguments.plugin;
+  oc::BundleCheck check;
+  try {
+    check = oc::verify_bundle(arguments.bundle, key, plugin);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "oar-conform verify: {}\n", e.what());
+    return kExitUsage;
+  }
+  if (!check.ok()) {
+    fmt::print(stderr, "oar-conform verify: {} is NOT valid:\n", arguments.bundle);
+    for (const auto& problem : check.problems) fmt::print(stderr, "  {}\n", problem);
+    return kExitNotCertified;
+  }
+  fmt::print("{}: valid\n  {}\n  signed by Ed25519 key {}{}\n", arguments.bundle, check.summary,
+             check.signer_fingerprint,
+             check.trusted_key ? " (the key given with --key)"
+                               : " (the bundle's own key: pass --key to check who signed it)");
+  if (plugin) fmt::print("  {} is the library certified\n", *plugin);
+  return kExitCertified;
+}
 
 oc::Expectations load_expectations_for(const Arguments& arguments, const std::string& plugin) {
   if (!arguments.expectations.empty()) return oc::load_expectations(arguments.expectations);
@@ -209,13 +301,35 @@ oc::Expectations load_expectations_for(const Arguments& arguments, const std::st
   return found ? oc::load_expectations(*found) : oc::Expectations{};
 }
 
+std::string round_trip_text(double ms) {
+  return ms < 0 ? std::string("not measured") : fmt::format("{:.3f} ms", ms);
+}
+
 int certify(const Arguments& arguments) {
   PluginSpec spec = parse_plugin_spec(arguments.plugin);
   spec.validate = arguments.validate;
-  const auto timeout = std::chrono::milliseconds(int64_t(arguments.timeout_s * 1000));
+  oc::ProfileRequest request;
+  try {
+    request = oc::parse_profile_request(arguments.profile);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "oar-conform: {}\n", e.what());
+    return kExitUsage;
+  }
+  const std::string signing_key =
+      arguments.signing_key.empty() ? default_signing_key() : arguments.signing_key;
+  if (!arguments.bundle.empty()) {
+    try {
+      oc::SigningKey check(signing_key);  // before the run, not after it
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "oar-conform: --bundle: {} (make one with `oar-conform keygen`)\n",
+                 e.what());
+      return kExitUsage;
+    }
+  }
+  const auto base_timeout = std::chrono::milliseconds(int64_t(arguments.timeout_s * 1000));
   oc::TargetInfo target;
   try {
-    target = oc::probe([&] { return open_target(spec, arguments.device); }, timeout);
+    target = oc::probe([&] { return open_target(spec, arguments.device); }, base_timeout);
   } catch (const oc::TargetError& e) {
     fmt::print(stderr, "oar-conform: {}\n", e.what());
     return e.kind() == oc::TargetError::Kind::kCrashed ? kExitNotCertified : kExitUsage;
@@ -226,6 +340,9 @@ int certify(const Arguments& arguments) {
   try {
     expectations = load_expectations_for(arguments, target.plugin.name);
     tests = oc::select_tests(register_all_suites, target.properties, arguments.filter);
+    if (request == oc::ProfileRequest::kCore) {
+      tests = oc::tests_of_profile(tests, oc::Profile::kCore, target.properties);
+    }
   } catch (const std::exception& e) {
     fmt::print(stderr, "oar-conform: {}\n", e.what());
     return kExitUsage;
@@ -243,19 +360,33 @@ int certify(const Arguments& arguments) {
   std::error_code error;
   fs::create_directories(arguments.report_dir, error);
   oc::RunOptions options;
-  options.timeout = timeout;
+  options.timeout = oc::test_timeout(base_timeout, target.speed);
   options.expectations = expectations;
   options.child_output_log = (fs::path(arguments.report_dir) / "test-output.log").string();
-  fs::remove(options.child_output_log, error);
+  std::ofstream(options.child_output_log, std::ios::trunc);  // there even when nobody prints
   Progress progress(tests.size(), isatty(STDOUT_FILENO) != 0);
   options.on_start = [&](const oc::TestCase& test) { progress.start(test); };
   options.on_result = [&](const oc::TestResult& result) { progress.result(result); };
 
+  const bool partial = !arguments.filter.empty();
   fmt::print("oar-conform {}: plugin {} {} (ABI {}.{}) on {} ({}), {} test(s)\n", oc::kSuiteVersion,
              target.plugin.name, target.plugin.version, target.plugin.abi_major,
              target.plugin.abi_minor, target.device_name, target.properties.name, tests.size());
+  fmt::print(
+      "profile: {}{}\n",
+      partial ? "none (a filtered run is partial: it certifies nothing)"
+      : request == oc::ProfileRequest::kBest ? "the best one the run covers (core or full)"
+                                             : oc::profile_request_name(request),
+      request == oc::ProfileRequest::kCore && !partial ? " (operators outside it not run)" : "");
   fmt::print("expectations: {}\n",
              expectations.path.empty() ? "none (every test must pass)" : expectations.path);
+  fmt::print(
+      "limit per test: {:.1f} s ({:.1f} s + {} x the device's round trip: copy {}, f32 add "
+      "of 2^20 elements {}){}\n",
+      options.timeout.count() / 1e3, base_timeout.count() / 1e3, oc::kRoundTripsPerTest,
+      round_trip_text(target.speed.copy_round_trip_ms),
+      round_trip_text(target.speed.kernel_round_trip_ms),
+      target.speed.note.empty() ? "" : "; " + target.speed.note);
   std::fflush(stdout);
 
   // Children load exactly the manifest the probe resolved, not every plugin
@@ -274,6 +405,9 @@ int certify(const Arguments& arguments) {
   report.target = target;
   report.expectations_path = expectations.path;
   report.filter = arguments.filter;
+  report.base_timeout = base_timeout;
+  report.test_timeout = options.timeout;
+  report.judgement = oc::judge(report.results, target.properties, request, partial);
   try {
     report.library_sha256 = oc::sha256_file_hex(target.plugin.library_path);
   } catch (const std::exception& e) {
@@ -286,48 +420,101 @@ int certify(const Arguments& arguments) {
     return kExitUsage;
   }
 
+  if (!arguments.bundle.empty()) {
+    try {
+      oc::write_bundle(report, arguments.report_dir, arguments.bundle, signing_key);
+      fmt::print("bundle: {} (signed with {})\n", arguments.bundle, signing_key);
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "oar-conform: --bundle: {}\n", e.what());
+      return kExitUsage;
+    }
+  }
+
   const oc::Counts counts = oc::count(report.results);
-  fmt::print("{}: {} crashed, {} timeout, {} known failure(s); report in {}/report.html\n",
-             counts.certified() ? "CERTIFIED" : "NOT CERTIFIED", counts[oc::Status::kCrashed],
-             counts[oc::Status::kTimeout], counts[oc::Status::kKnownFailure], arguments.report_dir);
+  const oc::Judgement& judgement = report.judgement;
+  fmt::print("{}\n", judgement.headline());
+  for (size_t i = 1; i < judgement.reasons.size(); ++i) {
+    fmt::print("  also: {}\n", judgement.reasons[i]);
+  }
+  fmt::print("{} crashed, {} timeout, {} known failure(s); report in {}/report.html\n",
+             counts[oc::Status::kCrashed], counts[oc::Status::kTimeout],
+             counts[oc::Status::kKnownFailure], arguments.report_dir);
   // The last line, parsed by CI: crashes and timeouts count as failed, known
   // failures as skipped.
   fmt::print("{} passed, {} failed, {} skipped\n", counts[oc::Status::kPassed], counts.failures(),
              counts[oc::Status::kSkipped] + counts[oc::Status::kKnownFailure]);
-  return counts.certified() ? kExitCertified : kExitNotCertified;
+  return judgement.verdict == oc::Verdict::kNotCertified ? kExitNotCertified : kExitCertified;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"oar-conform: certify one device of an OAR plugin against the conformance suite"};
+  CLI::App app{
+      "oar-conform: certify one device of an OAR plugin against the conformance suite\n"
+      "  oar-conform --plugin NAME|PATH [options]   run the suite, write the report\n"
+      "  oar-conform keygen [--signing-key FILE]     make a key to sign bundles\n"
+      "  oar-conform verify BUNDLE [--key PUB] [--plugin LIB]   check a bundle"};
+  app.require_subcommand(0, 1);
   Arguments arguments;
   app.add_option("--plugin", arguments.plugin,
                  "a plugin name found by the normal search (manifests, OAR_PLUGIN_PATH), or "
-                 "the path of a manifest (.json) or library (.so) to load alone")
-      ->required();
+                 "the path of a manifest (.json) or library (.so) to load alone");
   app.add_option("--device", arguments.device, "the plugin's own device index")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--filter", arguments.filter,
-                 "comma-separated globs over test ids, e.g. 'ops/add/*,abi/*' ('*' matches '/')");
+                 "comma-separated globs over test ids, e.g. 'ops/add/*,abi/*' ('*' matches '/'); "
+                 "a filtered run is partial, never certified");
   app.add_option("--report", arguments.report_dir,
                  "folder for report.json, junit.xml, report.html and test-output.log")
       ->capture_default_str();
   app.add_option("--expectations", arguments.expectations,
                  "the plugin's conformance.json (default: plugins/<name>/conformance.json of "
                  "the source tree, then <prefix>/share/oar/conformance/<name>.json)");
+  app.add_option("--profile", arguments.profile,
+                 "what to certify: best (the full profile if the run covers it, else core), "
+                 "core (runs only what the core profile needs) or full")
+      ->check(CLI::IsMember({"best", "core", "full"}))
+      ->capture_default_str();
   app.add_option("--timeout", arguments.timeout_s,
-                 "seconds one test process (one group of tests) may run")
+                 "seconds one test may run on a fast device; the limit grows by 100 times the "
+                 "device's measured round trip")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_option("--bundle", arguments.bundle,
+                 "also write a signed certification bundle (.tar.gz) to this file");
+  app.add_option(
+      "--signing-key", arguments.signing_key,
+      "the Ed25519 private key (PEM) that signs --bundle (default: " + default_signing_key() + ")");
   app.add_flag("--list", arguments.list, "print the selected test ids and exit");
   app.add_flag("--validate", arguments.validate,
                "run under the core's validation layer (as OAR_VALIDATE=1): a call it refuses "
                "fails its test, and what it reports lands in test-output.log");
+
+  CLI::App* keygen = app.add_subcommand(
+      "keygen", "make an Ed25519 key pair to sign bundles (the public key goes beside it)");
+  std::string keygen_path = default_signing_key();
+  keygen->add_option("--signing-key", keygen_path, "where the private key goes")
+      ->capture_default_str();
+
+  CLI::App* verify = app.add_subcommand(
+      "verify", "check a bundle's signature, its members and (with --plugin) the library");
+  VerifyArguments verify_arguments;
+  verify->add_option("bundle", verify_arguments.bundle, "the bundle (.tar.gz)")->required();
+  verify->add_option("--key", verify_arguments.key,
+                     "the signer's public key (PEM) to trust; without it, the key inside the "
+                     "bundle only proves the bundle is intact");
+  verify->add_option("--plugin", verify_arguments.plugin,
+                     "a plugin library (.so) or manifest (.json) that must be the one certified");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? kExitCertified : kExitUsage;
+  }
+  if (keygen->parsed()) return run_keygen(keygen_path);
+  if (verify->parsed()) return run_verify(verify_arguments);
+  if (arguments.plugin.empty()) {
+    fmt::print(stderr, "oar-conform: --plugin is required (--help shows the commands)\n");
+    return kExitUsage;
   }
   return certify(arguments);
 }

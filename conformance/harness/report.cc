@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -57,8 +58,31 @@ json host_json() {
           {"time", utc_time_iso8601()}};
 }
 
-const char* verdict_name(const Counts& counts) {
-  return counts.certified() ? "certified" : "not_certified";
+json coverage_json(const Coverage& coverage) {
+  json gaps = json::array();
+  for (const Gap& gap : coverage.gaps) {
+    gaps.push_back({{"op", gap.op}, {"dtype", gap.dtype}, {"reason", gap.reason}});
+  }
+  return {{"operators", coverage.operators}, {"operators_covered", coverage.operators_covered},
+          {"pairs", coverage.pairs},         {"pairs_covered", coverage.pairs_covered},
+          {"complete", coverage.complete()}, {"gaps", gaps}};
+}
+
+json profile_json(const Judgement& judgement) {
+  return judgement.profile ? json(profile_name(*judgement.profile)) : json(nullptr);
+}
+
+// The banner's words and its CSS class.
+std::string banner_title(const Judgement& judgement) {
+  switch (judgement.verdict) {
+    case Verdict::kCertified:
+      return fmt::format("CERTIFIED &middot; {} profile", profile_name(*judgement.profile));
+    case Verdict::kPartial:
+      return "PARTIAL RUN";
+    case Verdict::kNotCertified:
+      break;
+  }
+  return "NOT CERTIFIED";
 }
 
 json counts_json(const Counts& counts) {
@@ -99,7 +123,8 @@ main{max-width:1200px;margin:0 auto;padding:0 24px 48px}
 .banner{padding:28px 24px;color:#fff;text-align:center}
 .banner h1{margin:0;font-size:44px;letter-spacing:2px}
 .banner p{margin:6px 0 0;font-size:16px;opacity:.9}
-.certified{background:#1e8e3e}.not_certified{background:#c5221f}
+.certified{background:#1e8e3e}.not_certified{background:#c5221f}.partial{background:#5f6368}
+.banner p.coverage{font-size:15px;margin-top:8px}
 h2{margin:28px 0 10px;font-size:18px}
 table{border-collapse:collapse;background:#fff}
 td,th{border:1px solid #d9dde3;padding:4px 8px;text-align:left;vertical-align:top}
@@ -138,6 +163,48 @@ std::string join(const json& list) {
   return text.empty() ? "-" : text;
 }
 
+std::string timeouts_text(const Report& report) {
+  const DeviceSpeed& speed = report.target.speed;
+  std::string text =
+      fmt::format("{} s ({} s + {} x round trip", seconds(report.test_timeout.count()),
+                  seconds(report.base_timeout.count()), kRoundTripsPerTest);
+  text += fmt::format("; copy {:.3f} ms, f32 add of 2^20 {:.3f} ms)", speed.copy_round_trip_ms,
+                      speed.kernel_round_trip_ms);
+  if (!speed.note.empty()) text += "; " + speed.note;
+  return text;
+}
+
+std::string coverage_html(const Judgement& judgement) {
+  std::string html =
+      "<table class=\"kv\"><tr><th>profile</th><th>operators</th><th>op &times; dtype "
+      "pairs</th><th>complete</th></tr>\n";
+  for (const Coverage* coverage : {&judgement.core, &judgement.full}) {
+    html += fmt::format("<tr><th>{}</th><td>{}/{}</td><td>{}/{}</td><td>{}</td></tr>\n",
+                        profile_name(coverage->profile), coverage->operators_covered,
+                        coverage->operators, coverage->pairs_covered, coverage->pairs,
+                        coverage->complete() ? "yes" : "no");
+  }
+  html += "</table>\n";
+  if (!judgement.reasons.empty()) {
+    html += "<p>Not certified because:</p><ul>";
+    for (const auto& reason : judgement.reasons) html += "<li>" + h(reason) + "</li>";
+    html += "</ul>\n";
+  }
+  const std::vector<Gap>& gaps = judgement.full.gaps;
+  html += fmt::format("<details{}><summary>Pairs not covered ({})</summary>",
+                      gaps.size() > 0 && gaps.size() <= 40 ? " open" : "", gaps.size());
+  if (gaps.empty()) return html + "<p>None.</p></details>\n";
+  std::set<std::pair<std::string, std::string>> core;
+  for (const Gap& gap : judgement.core.gaps) core.insert({gap.op, gap.dtype});
+  html += "<table><tr><th>op</th><th>dtype</th><th>profile</th><th>why</th></tr>\n";
+  for (const Gap& gap : gaps) {
+    html +=
+        fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n", h(gap.op),
+                    h(gap.dtype), core.count({gap.op, gap.dtype}) ? "core" : "full", h(gap.reason));
+  }
+  return html + "</table></details>\n";
+}
+
 std::string summary_tables(const Report& report) {
   const PluginRecord& plugin = report.target.plugin;
   const json properties = cli::properties_json(report.target.properties);
@@ -171,7 +238,8 @@ std::string summary_tables(const Report& report) {
                           {"os", host["os"]},
                           {"cpu", host["cpu"]},
                           {"time", host["time"]},
-                          {"duration", seconds(report.duration_ms) + " s"}}) +
+                          {"duration", seconds(report.duration_ms) + " s"},
+                          {"limit per test", timeouts_text(report)}}) +
           "</table></div>";
   return html;
 }
@@ -331,12 +399,29 @@ nlohmann::json report_json(const Report& report) {
                      {"dtype", result.dtype},
                      {"group", result.group},
                      {"status", status_name(result.status)},
+                     {"unsupported", result.unsupported},
                      {"message", result.message},
                      {"duration_ms", result.duration_ms}});
   }
+  const Judgement& judgement = report.judgement;
+  const DeviceSpeed& speed = report.target.speed;
   return {{"schema_version", kReportSchemaVersion},
           {"suite_version", kSuiteVersion},
-          {"verdict", verdict_name(counts)},
+          {"verdict", verdict_name(judgement.verdict)},
+          {"profile", profile_json(judgement)},
+          {"requested_profile", profile_request_name(judgement.request)},
+          {"partial", judgement.partial},
+          {"headline", judgement.headline()},
+          {"reasons", judgement.reasons},
+          {"coverage",
+           {{"core", coverage_json(judgement.core)}, {"full", coverage_json(judgement.full)}}},
+          {"timeouts",
+           {{"base_ms", report.base_timeout.count()},
+            {"per_test_ms", report.test_timeout.count()},
+            {"round_trips_per_test", kRoundTripsPerTest},
+            {"copy_round_trip_ms", speed.copy_round_trip_ms},
+            {"kernel_round_trip_ms", speed.kernel_round_trip_ms},
+            {"note", speed.note}}},
           {"plugin", plugin_section(report)},
           {"device",
            {{"name", report.target.device_name},
@@ -369,12 +454,28 @@ std::string junit_xml(const Report& report) {
       "skipped=\"{}\" time=\"{}\">\n",
       h(report.target.plugin.name), all.total(), all[Status::kFailed], errors(all), skips(all),
       seconds(report.duration_ms));
+  // The verdict, in every testsuite (JUnit has no properties on testsuites).
+  const Judgement& judgement = report.judgement;
+  std::string properties = "    <properties>\n";
+  for (const auto& [name, value] : std::vector<std::pair<std::string, std::string>>{
+           {"verdict", verdict_name(judgement.verdict)},
+           {"profile", judgement.profile ? profile_name(*judgement.profile) : ""},
+           {"partial", judgement.partial ? "true" : "false"},
+           {"headline", judgement.headline()},
+           {"coverage.core", Judgement::coverage_text(judgement.core)},
+           {"coverage.full", Judgement::coverage_text(judgement.full)},
+           {"suite_version", kSuiteVersion},
+           {"library_sha256", report.library_sha256}}) {
+    properties += fmt::format("      <property name=\"{}\" value=\"{}\"/>\n", h(name), h(value));
+  }
+  properties += "    </properties>\n";
   for (const auto& [area, results] : by_area) {
     const Counts& c = area_counts[area];
     xml += fmt::format(
         "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" "
         "time=\"{}\">\n",
         h(area), c.total(), c[Status::kFailed], errors(c), skips(c), seconds(area_ms[area]));
+    xml += properties;
     for (const TestResult* result : results) {
       xml += fmt::format("    <testcase name=\"{}\" classname=\"oar.{}\" time=\"{}\"",
                          h(result->id), h(area), seconds(result->duration_ms));
@@ -407,18 +508,18 @@ std::string junit_xml(const Report& report) {
 
 std::string report_html(const Report& report) {
   const Counts counts = count(report.results);
-  const bool certified = counts.certified();
+  const Judgement& judgement = report.judgement;
   std::string html = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n";
-  html +=
-      fmt::format("<title>oar-conform: {} {}</title>\n<style>{}</style></head><body>\n",
-                  h(report.target.plugin.name), certified ? "certified" : "not certified", kStyle);
+  html += fmt::format("<title>oar-conform: {} {}</title>\n<style>{}</style></head><body>\n",
+                      h(report.target.plugin.name), verdict_name(judgement.verdict), kStyle);
   html += fmt::format(
-      "<div class=\"banner {}\"><h1>{}</h1><p>plugin {} {} on {} &middot; {} of {} tests "
-      "failed, crashed or timed out</p></div>\n<main>\n",
-      verdict_name(counts), certified ? "CERTIFIED" : "NOT CERTIFIED", h(report.target.plugin.name),
-      h(report.target.plugin.version), h(report.target.device_name), counts.failures(),
-      counts.total());
+      "<div class=\"banner {}\"><h1>{}</h1><p class=\"coverage\">{}</p><p>plugin {} {} on {} "
+      "&middot; {} of {} tests failed, crashed or timed out</p></div>\n<main>\n",
+      verdict_name(judgement.verdict), banner_title(judgement), h(judgement.headline()),
+      h(report.target.plugin.name), h(report.target.plugin.version), h(report.target.device_name),
+      counts.failures(), counts.total());
   html += "<h2>Plugin, device and run</h2>\n" + summary_tables(report);
+  html += "<h2>Profiles and coverage</h2>\n" + coverage_html(judgement);
   html += "<h2>Results</h2>\n" + counts_html(counts);
   html +=
       "<h2>Operator &times; dtype coverage</h2>\n"

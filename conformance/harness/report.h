@@ -1,6 +1,8 @@
-// The certification report: report.json (the record, schema_version 1),
+// The certification report: report.json (the record, schema_version 2),
 // junit.xml (for CI test views) and report.html (one self-contained page a
-// person reads at a glance). All three say the same thing.
+// person reads at a glance). All three say the same thing: the verdict
+// (certified, not_certified or partial), the profile it certifies and the
+// coverage of both profiles.
 #pragma once
 
 #include <array>
@@ -8,11 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "conformance/harness/profiles.h"
 #include "conformance/harness/runner.h"
 
 namespace oar::conformance {
 
-inline constexpr int kReportSchemaVersion = 1;
+inline constexpr int kReportSchemaVersion = 2;
 
 // Tests per status, indexed by Status.
 struct Counts {
@@ -22,9 +25,9 @@ struct Counts {
   size_t total() const;
   // failed + crashed + timeout: what denies certification.
   size_t failures() const;
-  // Certified iff nothing failed, crashed or timed out; known failures and
-  // skips are allowed.
-  bool certified() const { return failures() == 0; }
+  // Nothing failed, crashed or timed out (known failures and skips aside):
+  // necessary for a certificate, not sufficient (see judge()).
+  bool clean() const { return failures() == 0; }
 };
 
 Counts count(const std::vector<TestResult>& results);
@@ -35,7 +38,10 @@ struct Report {
   std::string expectations_path;  // empty when the plugin has none
   std::string filter;
   double duration_ms = 0;
+  std::chrono::milliseconds base_timeout{0};  // --timeout
+  std::chrono::milliseconds test_timeout{0};  // calibrated from target.speed
   std::vector<TestResult> results;
+  Judgement judgement;  // judge(results, ...)
 };
 
 nlohmann::json report_json(const Report& report);
