@@ -1,8 +1,11 @@
 // The operator suite: every schema operator x every dtype the schema allows
 // and the device claims x the shape, attribute and special-value cases of
-// op_cases.cc, each compared against the reference.
+// op_cases.cc, each compared against the reference with every tensor guarded
+// (op_runner.h); and for each operator x dtype, the execution order and
+// concurrency tests of stream_order.cc.
 #include "conformance/harness/test.h"
 #include "conformance/suites/ops/op_cases.h"
+#include "conformance/suites/ops/stream_order.h"
 
 namespace oar::conformance {
 
@@ -23,6 +26,7 @@ void register_op_suite(Registry& registry, const oar_device_properties_t& proper
                       }});
         continue;
       }
+      register_execution_tests(registry, schema, dtype, prefix, "ops/" + op, cases, family);
       for (OpCase& c : cases) {
         const std::string id = prefix + c.name;
         registry.add({id, "ops", op, dtype, "ops/" + op,
