@@ -35,8 +35,9 @@ typedef enum oar_memory_kind_e {
   OAR_MEMORY_KIND_MAX_ENUM = 0x7fffffff
 } oar_memory_kind_e;
 
-/* Data types beyond f32/i32/i64/u8/bool (which every device supports), as a bit
- * set in oar_device_properties_t.dtypes. */
+/* Data types beyond f32/i32/i64/bool (which every device supports), as a bit
+ * set in oar_device_properties_t.dtypes. The operator set has no u8 or i8
+ * (docs/ops.md); INT8_DOT announces int8 dot products for a later set. */
 typedef enum oar_dtype_support_e {
   OAR_DTYPE_SUPPORT_F16 = 1 << 0,
   OAR_DTYPE_SUPPORT_BF16 = 1 << 1,
@@ -71,7 +72,9 @@ typedef struct oar_device_properties_t {
   char vendor[OAR_DEVICE_TEXT_SIZE];
   char driver_version[OAR_DEVICE_TEXT_SIZE];
   int32_t kind;                 /* oar_device_kind_e */
-  int32_t dlpack_device_type;   /* DLDeviceType tensors on this device carry */
+  int32_t dlpack_device_type;   /* DLDeviceType tensors on this device carry:
+                                   kDLExtDev for a chip no DLPack consumer
+                                   can address (docs/abi.md, section 5) */
   uint64_t total_memory;        /* bytes of OAR_MEMORY_KIND_DEVICE memory */
   uint64_t max_allocation_size; /* largest single allocation, bytes */
   uint64_t min_alignment;       /* every allocation is aligned to this, bytes */

@@ -23,6 +23,13 @@
 extern "C" {
 #endif
 
+/* The DLDataType code of OAR's bool element type: {OAR_DTYPE_CODE_BOOL, 8, 1},
+ * one byte per element holding 0 (false) or 1 (true). DLPack 0.8 names this
+ * code kDLBool; dlpack.h 0.6 (Debian 12's) has no constant for it, so OAR
+ * defines one that means the same with either. Comparisons output bool; where
+ * takes a bool condition. */
+#define OAR_DTYPE_CODE_BOOL 6
+
 typedef enum oar_attr_type_e {
   OAR_ATTR_TYPE_INT = 0,
   OAR_ATTR_TYPE_FLOAT = 1,
@@ -82,9 +89,12 @@ OAR_CHECK_STRUCT_SIZE(oar_kernel_call_t, user_data, OAR_KERNEL_CALL_STRUCT_SIZE)
  *
  * Ownership: borrows |call| and everything it points to, for the call only.
  * Threading: thread-compatible per stream.
- * Errors: OAR_STATUS_INVALID_ARGUMENT for inputs the kernel cannot take (the
- * core matched the registered dtypes and arity already, not shapes); an error of the asynchronous
- * work surfaces on the stream instead. */
+ * Errors: OAR_STATUS_INVALID_ARGUMENT for inputs the kernel cannot take; an
+ * error of the asynchronous work surfaces on the stream instead. The core
+ * matched the registered dtypes and arity; for an operator of the set it also
+ * checked the call against the schema (dtype rule, attribute names and types,
+ * output shapes equal to the inferred ones: docs/abi.md, section 5), so a
+ * kernel checks only what its own implementation cannot take. */
 typedef oar_status_t (*oar_kernel_fn)(const oar_kernel_call_t* call);
 
 typedef enum oar_kernel_flag_e {

@@ -1,15 +1,16 @@
-#include "allocation_table.h"
+#include "oar/sdk/allocation_table.hpp"
 
+#include "oar/sdk/kernel.hpp"
 #include "oar/sdk/plugin.hpp"
 
-namespace oar::plugin {
+namespace oar::sdk {
 
 void AllocationTable::insert(void* memory, Allocation allocation) {
   std::lock_guard<std::mutex> lock(mutex_);
   allocations_.emplace(memory, allocation);
 }
 
-AllocationTable::Allocation AllocationTable::erase(void* memory, oar_device_s* device) {
+AllocationTable::Allocation AllocationTable::erase(void* memory, oar_device_t device) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = allocations_.find(memory);
   oar::sdk::require(
@@ -31,7 +32,7 @@ bool AllocationTable::find(const void* memory, Allocation* out) const {
 }
 
 std::unordered_map<void*, AllocationTable::Allocation> AllocationTable::take_all(
-    oar_device_s* device) {
+    oar_device_t device) {
   std::unordered_map<void*, Allocation> taken;
   std::lock_guard<std::mutex> lock(mutex_);
   for (auto it = allocations_.begin(); it != allocations_.end();) {
@@ -47,8 +48,12 @@ std::unordered_map<void*, AllocationTable::Allocation> AllocationTable::take_all
 
 void AllocationTable::check_range(const void* memory, uint64_t offset, uint64_t size,
                                   const char* what) const {
-  oar::sdk::require(memory != nullptr, OAR_STATUS_INVALID_ARGUMENT,
-                    std::string(what) + ": memory handle is NULL");
+  // Runs on every copy, fill and kernel tensor: messages are built only on
+  // failure.
+  if (memory == nullptr) {
+    throw oar::sdk::Error(OAR_STATUS_INVALID_ARGUMENT,
+                          std::string(what) + ": memory handle is NULL");
+  }
   uint64_t allocation_size = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -69,8 +74,12 @@ void AllocationTable::check_range(const void* memory, uint64_t offset, uint64_t 
                             std::to_string(allocation_size));
 }
 
-uint64_t AllocationTable::allocated_bytes(
-    const std::function<bool(const oar_device_s*)>& counts) const {
+void AllocationTable::check_tensor(const DLTensor& t, const char* what) const {
+  const ByteSpan span = byte_span(t, what);
+  check_range(t.data, span.offset, span.size, what);
+}
+
+uint64_t AllocationTable::allocated_bytes(const std::function<bool(oar_device_t)>& counts) const {
   std::lock_guard<std::mutex> lock(mutex_);
   uint64_t total = 0;
   for (const auto& [memory, allocation] : allocations_) {
@@ -79,4 +88,4 @@ uint64_t AllocationTable::allocated_bytes(
   return total;
 }
 
-}  // namespace oar::plugin
+}  // namespace oar::sdk

@@ -1,4 +1,4 @@
-#include "disk_cache.h"
+#include "oar/sdk/disk_cache.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -11,7 +11,7 @@
 #include <fstream>
 #include <iterator>
 
-namespace oar::plugin {
+namespace oar::sdk {
 namespace {
 
 // Every entry starts with this magic and the full key, so that two keys with
@@ -105,4 +105,4 @@ bool DiskCache::store(std::string_view key, const void* data, size_t size) const
   return ok;
 }
 
-}  // namespace oar::plugin
+}  // namespace oar::sdk

@@ -1,4 +1,4 @@
-#include "disk_cache.h"
+#include "oar/sdk/disk_cache.hpp"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -7,13 +7,13 @@
 #include <fstream>
 #include <string>
 
-namespace oar::plugin {
+namespace oar::sdk {
 namespace {
 
 namespace fs = std::filesystem;
 
 // Each test gets a private folder and a known environment.
-class DiskCacheTest : public ::testing::Test {
+class SdkDiskCacheTest : public ::testing::Test {
  protected:
   void SetUp() override {
     root_ = fs::temp_directory_path() /
@@ -29,7 +29,7 @@ class DiskCacheTest : public ::testing::Test {
   fs::path root_;
 };
 
-TEST_F(DiskCacheTest, StoredBytesComeBackUnderTheSameKey) {
+TEST_F(SdkDiskCacheTest, StoredBytesComeBackUnderTheSameKey) {
   DiskCache cache("opencl");
   ASSERT_TRUE(cache.enabled());
   const std::vector<uint8_t> bytes = {0, 1, 2, 255, 0, 7};
@@ -40,14 +40,14 @@ TEST_F(DiskCacheTest, StoredBytesComeBackUnderTheSameKey) {
   EXPECT_FALSE(cache.load("device=a;source=2").has_value());
 }
 
-TEST_F(DiskCacheTest, FollowsXdgCacheHomeThenHome) {
+TEST_F(SdkDiskCacheTest, FollowsXdgCacheHomeThenHome) {
   EXPECT_EQ(DiskCache("vulkan").directory(), (root_ / "xdg" / "oar" / "vulkan").string());
   ::setenv("XDG_CACHE_HOME", "relative/ignored", 1);
   EXPECT_EQ(DiskCache("vulkan").directory(),
             (root_ / "home" / ".cache" / "oar" / "vulkan").string());
 }
 
-TEST_F(DiskCacheTest, ExplicitFolderWinsAndZeroTurnsTheCacheOff) {
+TEST_F(SdkDiskCacheTest, ExplicitFolderWinsAndZeroTurnsTheCacheOff) {
   ::setenv("OAR_KERNEL_CACHE_DIR", (root_ / "mine").c_str(), 1);
   EXPECT_EQ(DiskCache("opencl").directory(), (root_ / "mine").string());
   ::setenv("OAR_KERNEL_CACHE", "0", 1);
@@ -58,12 +58,12 @@ TEST_F(DiskCacheTest, ExplicitFolderWinsAndZeroTurnsTheCacheOff) {
   EXPECT_FALSE(off.load("k").has_value());
 }
 
-TEST_F(DiskCacheTest, AnUnwritableLocationMeansNoCacheNotAnError) {
+TEST_F(SdkDiskCacheTest, AnUnwritableLocationMeansNoCacheNotAnError) {
   ::setenv("OAR_KERNEL_CACHE_DIR", "/proc/oar-cannot-exist/here", 1);
   EXPECT_FALSE(DiskCache("opencl").enabled());
 }
 
-TEST_F(DiskCacheTest, AFileWrittenForAnotherKeyIsAMiss) {
+TEST_F(SdkDiskCacheTest, AFileWrittenForAnotherKeyIsAMiss) {
   DiskCache cache("opencl");
   const uint8_t byte = 42;
   ASSERT_TRUE(cache.store("key-one", &byte, 1));
@@ -74,10 +74,10 @@ TEST_F(DiskCacheTest, AFileWrittenForAnotherKeyIsAMiss) {
   EXPECT_FALSE(cache.load("key-one").has_value());
 }
 
-TEST_F(DiskCacheTest, DigestIsStableAndDistinguishesTexts) {
+TEST_F(SdkDiskCacheTest, DigestIsStableAndDistinguishesTexts) {
   EXPECT_EQ(DiskCache::digest(""), "cbf29ce484222325");  // the FNV-1a 64 offset basis
   EXPECT_NE(DiskCache::digest("a"), DiskCache::digest("b"));
 }
 
 }  // namespace
-}  // namespace oar::plugin
+}  // namespace oar::sdk

@@ -1,11 +1,11 @@
-#include "host_wait.h"
+#include "oar/sdk/host_wait.hpp"
 
 #include <cerrno>
 #include <cstdlib>
 
 #include "oar/sdk/plugin.hpp"
 
-namespace oar::plugin {
+namespace oar::sdk {
 namespace {
 
 constexpr long kDefaultMicroseconds = 100;
@@ -40,4 +40,4 @@ std::chrono::nanoseconds spin_budget() {
   return budget;
 }
 
-}  // namespace oar::plugin
+}  // namespace oar::sdk

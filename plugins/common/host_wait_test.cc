@@ -1,25 +1,25 @@
-#include "host_wait.h"
+#include "oar/sdk/host_wait.hpp"
 
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <string>
 
-namespace oar::plugin {
+namespace oar::sdk {
 namespace {
 
 using std::chrono::microseconds;
 using std::chrono::milliseconds;
 using std::chrono::nanoseconds;
 
-TEST(SpinBudgetTest, UnsetOrEmptyIsTheDefault) {
+TEST(SdkSpinBudgetTest, UnsetOrEmptyIsTheDefault) {
   std::string problem;
   EXPECT_EQ(parse_spin_budget(nullptr, &problem), microseconds(100));
   EXPECT_EQ(parse_spin_budget("", &problem), microseconds(100));
   EXPECT_TRUE(problem.empty());
 }
 
-TEST(SpinBudgetTest, ANumberIsMicroseconds) {
+TEST(SdkSpinBudgetTest, ANumberIsMicroseconds) {
   std::string problem;
   EXPECT_EQ(parse_spin_budget("0", &problem), nanoseconds(0));
   EXPECT_EQ(parse_spin_budget("250", &problem), microseconds(250));
@@ -27,7 +27,7 @@ TEST(SpinBudgetTest, ANumberIsMicroseconds) {
   EXPECT_TRUE(problem.empty());
 }
 
-TEST(SpinBudgetTest, ABadValueGivesTheDefaultAndSaysWhy) {
+TEST(SdkSpinBudgetTest, ABadValueGivesTheDefaultAndSaysWhy) {
   for (const char* bad : {"abc", "-1", "10us", "1000001", "99999999999999999999999"}) {
     std::string problem;
     EXPECT_EQ(parse_spin_budget(bad, &problem), microseconds(100)) << bad;
@@ -37,13 +37,13 @@ TEST(SpinBudgetTest, ABadValueGivesTheDefaultAndSaysWhy) {
   }
 }
 
-TEST(SpinUntilTest, ReturnsAsSoonAsDone) {
+TEST(SdkSpinUntilTest, ReturnsAsSoonAsDone) {
   int calls = 0;
   EXPECT_TRUE(spin_until(milliseconds(1000), [&] { return ++calls == 5; }));
   EXPECT_EQ(calls, 5);
 }
 
-TEST(SpinUntilTest, GivesUpWhenTheBudgetIsSpent) {
+TEST(SdkSpinUntilTest, GivesUpWhenTheBudgetIsSpent) {
   int calls = 0;
   auto start = std::chrono::steady_clock::now();
   EXPECT_FALSE(spin_until(microseconds(300), [&] {
@@ -56,7 +56,7 @@ TEST(SpinUntilTest, GivesUpWhenTheBudgetIsSpent) {
   EXPECT_GT(calls, 1);
 }
 
-TEST(SpinUntilTest, AZeroBudgetNeverPolls) {
+TEST(SdkSpinUntilTest, AZeroBudgetNeverPolls) {
   int calls = 0;
   EXPECT_FALSE(spin_until(nanoseconds(0), [&] {
     ++calls;
@@ -65,7 +65,7 @@ TEST(SpinUntilTest, AZeroBudgetNeverPolls) {
   EXPECT_EQ(calls, 0);
 }
 
-TEST(HostWaitTest, PollsUntilAWaitOutlastsTheBudgetThenBlocksUntilOneIsShort) {
+TEST(SdkHostWaitTest, PollsUntilAWaitOutlastsTheBudgetThenBlocksUntilOneIsShort) {
   HostWait waits(microseconds(100));
   EXPECT_TRUE(waits.should_poll());  // no wait yet
   auto now = std::chrono::steady_clock::now();
@@ -77,7 +77,7 @@ TEST(HostWaitTest, PollsUntilAWaitOutlastsTheBudgetThenBlocksUntilOneIsShort) {
   EXPECT_TRUE(waits.should_poll());
 }
 
-TEST(HostWaitTest, AZeroBudgetNeverPolls) {
+TEST(SdkHostWaitTest, AZeroBudgetNeverPolls) {
   HostWait waits(nanoseconds(0));
   EXPECT_FALSE(waits.should_poll());
   int calls = 0;
@@ -88,7 +88,7 @@ TEST(HostWaitTest, AZeroBudgetNeverPolls) {
   EXPECT_EQ(calls, 0);
 }
 
-TEST(HostWaitTest, PollUsesItsBudget) {
+TEST(SdkHostWaitTest, PollUsesItsBudget) {
   HostWait waits(microseconds(200));
   auto start = std::chrono::steady_clock::now();
   EXPECT_FALSE(waits.poll([] { return false; }));
@@ -97,4 +97,4 @@ TEST(HostWaitTest, PollUsesItsBudget) {
 }
 
 }  // namespace
-}  // namespace oar::plugin
+}  // namespace oar::sdk

@@ -1,4 +1,4 @@
-#include "work_queue.h"
+#include "oar/sdk/work_queue.hpp"
 
 #include <pthread.h>
 #include <time.h>
@@ -8,7 +8,7 @@
 
 #include "oar/sdk/plugin.hpp"
 
-namespace oar::plugin {
+namespace oar::sdk {
 
 uint64_t steady_now_ns() {
   timespec now{};
@@ -156,4 +156,4 @@ void WorkQueue::run() {
   }
 }
 
-}  // namespace oar::plugin
+}  // namespace oar::sdk

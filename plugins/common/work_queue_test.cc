@@ -5,7 +5,7 @@
 // Nothing here asserts how long anything takes. Where a test needs the worker
 // to be busy it blocks it on a Gate that the test opens itself; the only
 // timeouts are generous deadlock detectors.
-#include "work_queue.h"
+#include "oar/sdk/work_queue.hpp"
 
 #include <gtest/gtest.h>
 
@@ -20,7 +20,7 @@
 
 #include "oar/sdk/plugin.hpp"
 
-namespace oar::plugin {
+namespace oar::sdk {
 namespace {
 
 // A one-shot latch: tasks wait() on it until the test calls open().
@@ -42,7 +42,7 @@ bool is_done(const Marker& marker) {
   return done;
 }
 
-TEST(WorkQueueTest, WorkRunsInSubmissionOrder) {
+TEST(SdkWorkQueueTest, WorkRunsInSubmissionOrder) {
   WorkQueue queue("order");
   std::vector<int> order;  // touched only by the worker until synchronize
   for (int i = 0; i < 100; ++i) queue.submit([&order, i] { order.push_back(i); });
@@ -52,7 +52,7 @@ TEST(WorkQueueTest, WorkRunsInSubmissionOrder) {
   for (int i = 0; i < 100; ++i) EXPECT_EQ(order[i], i);
 }
 
-TEST(WorkQueueTest, WorkAfterAFailureIsSkipped) {
+TEST(SdkWorkQueueTest, WorkAfterAFailureIsSkipped) {
   WorkQueue queue("skip");
   bool before_ran = false;
   bool after_ran = false;
@@ -67,7 +67,7 @@ TEST(WorkQueueTest, WorkAfterAFailureIsSkipped) {
   EXPECT_FALSE(after_ran);
 }
 
-TEST(WorkQueueTest, MarkersAfterAFailureCarryTheError) {
+TEST(SdkWorkQueueTest, MarkersAfterAFailureCarryTheError) {
   WorkQueue queue("markers");
   auto before = std::make_shared<Marker>();
   auto after = std::make_shared<Marker>();
@@ -90,7 +90,7 @@ TEST(WorkQueueTest, MarkersAfterAFailureCarryTheError) {
   EXPECT_EQ(after->wait().code, OAR_STATUS_DATA_LOSS);
 }
 
-TEST(WorkQueueTest, CallbacksReceiveTheStreamError) {
+TEST(SdkWorkQueueTest, CallbacksReceiveTheStreamError) {
   WorkQueue queue("callbacks");
   QueueStatus seen_before{OAR_STATUS_UNKNOWN, "not called"};
   QueueStatus seen_after{OAR_STATUS_UNKNOWN, "not called"};
@@ -105,7 +105,7 @@ TEST(WorkQueueTest, CallbacksReceiveTheStreamError) {
   EXPECT_EQ(seen_after.message, "boom");
 }
 
-TEST(WorkQueueTest, FailureIsSticky) {
+TEST(SdkWorkQueueTest, FailureIsSticky) {
   WorkQueue queue("sticky");
   queue.submit(throw_data_loss);
   ASSERT_EQ(queue.synchronize().code, OAR_STATUS_DATA_LOSS);
@@ -127,7 +127,7 @@ TEST(WorkQueueTest, FailureIsSticky) {
   EXPECT_EQ(status.message, "boom");
 }
 
-TEST(WorkQueueTest, SdkErrorKeepsItsCodeAndMessage) {
+TEST(SdkWorkQueueTest, SdkErrorKeepsItsCodeAndMessage) {
   WorkQueue queue("sdk-error");
   queue.submit([] { throw oar::sdk::Error(OAR_STATUS_OUT_OF_RANGE, "index 7 of 3"); });
   QueueStatus status = queue.synchronize();
@@ -135,7 +135,7 @@ TEST(WorkQueueTest, SdkErrorKeepsItsCodeAndMessage) {
   EXPECT_EQ(status.message, "index 7 of 3");
 }
 
-TEST(WorkQueueTest, StdExceptionMapsToInternal) {
+TEST(SdkWorkQueueTest, StdExceptionMapsToInternal) {
   WorkQueue queue("std-exception");
   queue.submit([] { throw std::runtime_error("std"); });
   QueueStatus status = queue.synchronize();
@@ -143,13 +143,13 @@ TEST(WorkQueueTest, StdExceptionMapsToInternal) {
   EXPECT_EQ(status.message, "std");
 }
 
-TEST(WorkQueueTest, NonStdExceptionMapsToInternal) {
+TEST(SdkWorkQueueTest, NonStdExceptionMapsToInternal) {
   WorkQueue queue("non-std");
   queue.submit([] { throw 42; });
   EXPECT_EQ(queue.synchronize().code, OAR_STATUS_INTERNAL);
 }
 
-TEST(WorkQueueTest, ThrowIfErrorRaisesTheQueueStatus) {
+TEST(SdkWorkQueueTest, ThrowIfErrorRaisesTheQueueStatus) {
   EXPECT_NO_THROW(QueueStatus{}.throw_if_error());
   try {
     QueueStatus{OAR_STATUS_DATA_LOSS, "boom"}.throw_if_error();
@@ -160,7 +160,7 @@ TEST(WorkQueueTest, ThrowIfErrorRaisesTheQueueStatus) {
   }
 }
 
-TEST(WorkQueueTest, WaitPropagatesTheErrorToTheWaitingQueue) {
+TEST(SdkWorkQueueTest, WaitPropagatesTheErrorToTheWaitingQueue) {
   WorkQueue failed("failed");
   auto marker = std::make_shared<Marker>();
   failed.submit(throw_data_loss);
@@ -177,7 +177,7 @@ TEST(WorkQueueTest, WaitPropagatesTheErrorToTheWaitingQueue) {
   EXPECT_FALSE(ran);
 }
 
-TEST(WorkQueueTest, WaitOnASucceededMarkerKeepsTheQueueHealthy) {
+TEST(SdkWorkQueueTest, WaitOnASucceededMarkerKeepsTheQueueHealthy) {
   WorkQueue producer("producer");
   auto marker = std::make_shared<Marker>();
   producer.submit_marker(marker);
@@ -191,7 +191,7 @@ TEST(WorkQueueTest, WaitOnASucceededMarkerKeepsTheQueueHealthy) {
   EXPECT_TRUE(ran);
 }
 
-TEST(WorkQueueTest, CrossQueueWaitDoesNotBlockTheHost) {
+TEST(SdkWorkQueueTest, CrossQueueWaitDoesNotBlockTheHost) {
   WorkQueue producer("producer");
   WorkQueue consumer("consumer");
   Gate gate;
@@ -235,7 +235,7 @@ TEST(WorkQueueTest, CrossQueueWaitDoesNotBlockTheHost) {
   EXPECT_TRUE(consumer_saw_producer_done);
 }
 
-TEST(WorkQueueTest, ConcurrentSubmittersLoseNothing) {
+TEST(SdkWorkQueueTest, ConcurrentSubmittersLoseNothing) {
   constexpr int kThreads = 4;
   constexpr int kTasksPerThread = 2000;
   WorkQueue queue("concurrent");
@@ -261,7 +261,7 @@ TEST(WorkQueueTest, ConcurrentSubmittersLoseNothing) {
   }
 }
 
-TEST(WorkQueueTest, DestructorDrainsPendingWork) {
+TEST(SdkWorkQueueTest, DestructorDrainsPendingWork) {
   auto queue = std::make_unique<WorkQueue>("drain");
   Gate gate;
   std::atomic<int> ran{0};
@@ -283,7 +283,7 @@ TEST(WorkQueueTest, DestructorDrainsPendingWork) {
   EXPECT_EQ(ran.load(), 100);
 }
 
-TEST(WorkQueueTest, QueryReportsBusyThenIdle) {
+TEST(SdkWorkQueueTest, QueryReportsBusyThenIdle) {
   WorkQueue queue("query");
   bool idle = false;
   QueueStatus status = queue.query(&idle);
@@ -317,7 +317,7 @@ TEST(WorkQueueTest, QueryReportsBusyThenIdle) {
   EXPECT_TRUE(status.ok());
 }
 
-TEST(WorkQueueTest, MarkerIsNotDoneUntilTheQueueReachesIt) {
+TEST(SdkWorkQueueTest, MarkerIsNotDoneUntilTheQueueReachesIt) {
   WorkQueue queue("pending");
   Gate gate;
   auto marker = std::make_shared<Marker>();
@@ -334,7 +334,7 @@ TEST(WorkQueueTest, MarkerIsNotDoneUntilTheQueueReachesIt) {
   EXPECT_TRUE(is_done(*marker));
 }
 
-TEST(WorkQueueTest, MarkerTimestampsAreMonotonic) {
+TEST(SdkWorkQueueTest, MarkerTimestampsAreMonotonic) {
   WorkQueue queue("timestamps");
   constexpr int kMarkers = 20;
   std::vector<std::shared_ptr<Marker>> markers;
@@ -361,4 +361,4 @@ TEST(WorkQueueTest, MarkerTimestampsAreMonotonic) {
 }
 
 }  // namespace
-}  // namespace oar::plugin
+}  // namespace oar::sdk

@@ -1,6 +1,7 @@
 // The cpu plugin: the host as an OAR device. Memory handles are real host
 // pointers (so DLPack consumers of cpu tensors see a usable address), streams
-// are WorkQueues (one worker thread each), kernels run on a stream's worker.
+// and events are the SDK's QueueStreams (one worker thread per stream), kernels
+// run on a stream's worker.
 #pragma once
 
 #include <cstdint>
@@ -10,41 +11,16 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "allocation_table.h"
 #include "oar/oar.h"
+#include "oar/sdk/allocation_table.hpp"
 #include "oar/sdk/plugin.hpp"
-#include "work_queue.h"
+#include "oar/sdk/queue_streams.hpp"
 
-// The handles are defined at global scope because oar/handles.h declares them
-// there; the core never looks inside.
-
+// The device handle is defined at global scope because oar/handles.h declares
+// it there; the core never looks inside. Streams and events are the SDK's
+// (oar/sdk/queue_streams.hpp).
 struct oar_device_s {
   int32_t index = 0;
-  // Live streams, for device_synchronize. Shared ownership so that a
-  // device_synchronize racing a stream_destroy never touches a freed queue.
-  std::mutex mutex;
-  std::unordered_map<oar_stream_s*, std::shared_ptr<oar::plugin::WorkQueue>> streams;
-  // Live events, so that closing the device frees those the caller leaked.
-  std::unordered_set<oar_event_s*> events;
-};
-
-struct oar_stream_s {
-  oar_device_s* device = nullptr;
-  std::shared_ptr<oar::plugin::WorkQueue> queue;
-};
-
-struct oar_event_s {
-  oar_device_s* device = nullptr;
-  uint32_t flags = 0;
-  // event_query is thread-safe while event_record is only thread-compatible,
-  // so swapping the latest record needs a lock.
-  std::mutex mutex;
-  std::shared_ptr<oar::plugin::Marker> record;  // null until first recorded
-
-  std::shared_ptr<oar::plugin::Marker> latest() {
-    std::lock_guard<std::mutex> lock(mutex);
-    return record;
-  }
 };
 
 namespace oar::cpu {
@@ -52,7 +28,7 @@ namespace oar::cpu {
 // The plugin's own allocations. A pointer it does not know (memory imported
 // through DLPack from another library) is trusted without a check: the cpu
 // plugin cannot know its size.
-using AllocationTable = oar::plugin::AllocationTable;
+using AllocationTable = oar::sdk::AllocationTable;
 
 // The byte address (memory, offset) names; memory is a host pointer on cpu.
 inline char* address(oar_memory_t memory, uint64_t offset) {
@@ -64,38 +40,22 @@ inline char* address(oar_memory_t memory, uint64_t offset) {
 // The cpu device, also the base of plugins that emulate a device on the host
 // (sim): they derive from it and override the protected hooks below, or hide a
 // slot member with their own (the SDK finds members with &Impl::slot).
-class CpuPlugin {
+class CpuPlugin : public oar::sdk::QueueStreams {
  public:
-  CpuPlugin();
-  virtual ~CpuPlugin();
+  // |thread_prefix| names the streams' worker threads.
+  explicit CpuPlugin(const char* thread_prefix = "oar-cpu-s");
+  ~CpuPlugin() override;
 
-  // plugin.cc: device
+  // plugin.cc: device (device_synchronize, the stream and event slots come
+  // from QueueStreams)
   void device_count(int32_t* out_count);
   void device_properties(int32_t index, oar_device_properties_t* out_properties);
   void device_open(int32_t index, oar_device_t* out_device);
   void device_close(oar_device_t device);
-  void device_synchronize(oar_device_t device);
   void device_memory_info(oar_device_t device, uint64_t* out_free, uint64_t* out_total);
 
   // kernels/registry.cc
   void register_kernels(const oar_kernel_registrar_t* registrar);
-
-  // stream.cc
-  void stream_create(oar_device_t device, const oar_stream_desc_t* desc, oar_stream_t* out_stream);
-  void stream_destroy(oar_stream_t stream);
-  void stream_synchronize(oar_stream_t stream);
-  void stream_query(oar_stream_t stream, bool* out_idle);
-  void stream_wait_event(oar_stream_t stream, oar_event_t event);
-  void stream_add_host_callback(oar_stream_t stream, oar_host_callback_fn callback,
-                                void* user_data);
-
-  // event.cc
-  void event_create(oar_device_t device, uint32_t flags, oar_event_t* out_event);
-  void event_destroy(oar_event_t event);
-  void event_record(oar_event_t event, oar_stream_t stream);
-  void event_query(oar_event_t event, bool* out_done);
-  void event_synchronize(oar_event_t event);
-  void event_elapsed_ms(oar_event_t start, oar_event_t end, float* out_ms);
 
   // memory.cc
   void memory_allocate(oar_device_t device, uint64_t size, uint32_t kind, oar_memory_t* out_memory);
@@ -114,15 +74,12 @@ class CpuPlugin {
   // Every device's properties (all devices of a plugin are alike).
   oar_device_properties_t properties_{};
   int32_t device_count_ = 1;
-  const char* thread_prefix_ = "oar-cpu-s";
   AllocationTable allocations_{"cpu", AllocationTable::Unknown::kTrust};
 
   // Device memory: |size| bytes (0 still gets a unique block) aligned to
   // properties_.min_alignment, or nullptr when there is none left; may throw.
   virtual void* allocate_bytes(oar_device_s* device, uint64_t size);
   virtual void free_bytes(oar_device_s* device, void* pointer, uint64_t size);
-  // What wraps every work task of a new stream of |device| (none on cpu).
-  virtual oar::plugin::TaskWrapper task_wrapper(oar_device_s* device);
   // Throws OUT_OF_RANGE unless |index| names a device.
   void require_index(int32_t index) const;
   // Closes every device the host left open; a derived class calls it from its

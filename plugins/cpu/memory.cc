@@ -22,7 +22,7 @@ bool is_single_kind(uint32_t kind) {
 void submit_copy(oar_stream_t stream, void* dst, const void* src, uint64_t size) {
   if (size == 0) return;
   stream->queue->submit([dst, src, size] { std::memcpy(dst, src, size); },
-                        {oar::plugin::TaskInfo::kCopy, size});
+                        {oar::sdk::TaskInfo::kCopy, size});
 }
 
 }  // namespace
@@ -71,11 +71,6 @@ void CpuPlugin::free_bytes(oar_device_s* device, void* pointer, uint64_t size) {
   std::free(pointer);
 }
 
-oar::plugin::TaskWrapper CpuPlugin::task_wrapper(oar_device_s* device) {
-  (void)device;
-  return nullptr;
-}
-
 void CpuPlugin::memory_host_address(oar_device_t device, oar_memory_t memory, void** out_address) {
   require_not_null(device, "device");
   require_not_null(memory, "memory");
@@ -121,7 +116,7 @@ void CpuPlugin::memory_fill(oar_stream_t stream, oar_memory_t dst, uint64_t dst_
   if (size == 0) return;
   char* to = address(dst, dst_offset);
   stream->queue->submit([to, value, size] { std::memset(to, value, size); },
-                        {oar::plugin::TaskInfo::kCopy, size});
+                        {oar::sdk::TaskInfo::kCopy, size});
 }
 
 }  // namespace oar::cpu

@@ -100,7 +100,8 @@ void pin_library_of(const void* symbol) {
 
 }  // namespace
 
-CpuPlugin::CpuPlugin() : properties_(host_properties()) {
+CpuPlugin::CpuPlugin(const char* thread_prefix)
+    : QueueStreams(thread_prefix), properties_(host_properties()) {
   pin_library_of(reinterpret_cast<const void*>(&omp_get_max_threads));
   pin_library_of(reinterpret_cast<const void*>(&cblas_sgemm));
 }
@@ -149,43 +150,16 @@ void CpuPlugin::device_close(oar_device_t device) {
 }
 
 void CpuPlugin::release_device(oar_device_s* device) {
-  std::unordered_map<oar_stream_s*, std::shared_ptr<oar::plugin::WorkQueue>> streams;
-  std::unordered_set<oar_event_s*> events;
-  {
-    std::lock_guard<std::mutex> lock(device->mutex);
-    streams.swap(device->streams);
-    events.swap(device->events);
-  }
-  auto allocations = allocations_.take_all(device);
-  if (!streams.empty() || !events.empty() || !allocations.empty()) {
-    oar::sdk::log(OAR_LOG_LEVEL_WARNING, "device closed with " + std::to_string(streams.size()) +
-                                             " stream(s), " + std::to_string(events.size()) +
-                                             " event(s) and " + std::to_string(allocations.size()) +
-                                             " allocation(s) still alive; releasing them");
-  }
-  for (oar_event_s* event : events) delete event;
   // Streams first: their pending work may still touch the allocations.
-  for (auto& [stream, queue] : streams) delete stream;
-  streams.clear();
+  QueueStreams::release_device(device);
+  auto allocations = allocations_.take_all(device);
+  if (!allocations.empty()) {
+    oar::sdk::log(OAR_LOG_LEVEL_WARNING, "device closed with " +
+                                             std::to_string(allocations.size()) +
+                                             " allocation(s) still alive; freeing them");
+  }
   for (auto& [pointer, allocation] : allocations) free_bytes(device, pointer, allocation.size);
   delete device;
-}
-
-void CpuPlugin::device_synchronize(oar_device_t device) {
-  require_not_null(device, "device");
-  std::vector<std::shared_ptr<oar::plugin::WorkQueue>> queues;
-  {
-    std::lock_guard<std::mutex> lock(device->mutex);
-    for (auto& [stream, queue] : device->streams) queues.push_back(queue);
-  }
-  // Wait for all of them before reporting, so that the device really is idle
-  // when the first error comes back.
-  oar::plugin::QueueStatus first;
-  for (auto& queue : queues) {
-    oar::plugin::QueueStatus status = queue->synchronize();
-    if (first.ok() && !status.ok()) first = std::move(status);
-  }
-  first.throw_if_error();
 }
 
 void CpuPlugin::device_memory_info(oar_device_t device, uint64_t* out_free, uint64_t* out_total) {

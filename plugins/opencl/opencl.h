@@ -18,10 +18,10 @@
 #include <unordered_set>
 #include <vector>
 
-#include "allocation_table.h"
 #include "error.h"
-#include "host_wait.h"
 #include "oar/oar.h"
+#include "oar/sdk/allocation_table.hpp"
+#include "oar/sdk/host_wait.hpp"
 #include "oar/sdk/plugin.hpp"
 
 namespace oar::opencl {
@@ -91,7 +91,7 @@ struct oar_stream_s {
   oar_device_s* device = nullptr;
   cl_command_queue queue = nullptr;
   std::shared_ptr<oar::opencl::StreamErrors> errors;
-  oar::plugin::HostWait waits;  // synchronize's: polls first while waits are short
+  oar::sdk::HostWait waits;  // synchronize's: polls first while waits are short
   // Host callbacks run on this stream's own thread, never on a driver thread:
   // a callback may block (a gate) without stalling the OpenCL runtime.
   std::mutex callback_mutex;
@@ -106,7 +106,7 @@ struct oar_event_s {
   uint32_t flags = 0;
   std::mutex mutex;
   std::shared_ptr<oar::opencl::Record> record;  // null until first recorded
-  oar::plugin::HostWait waits;                  // event_synchronize's
+  oar::sdk::HostWait waits;                     // event_synchronize's
 
   std::shared_ptr<oar::opencl::Record> latest() {
     std::lock_guard<std::mutex> lock(mutex);
@@ -118,7 +118,7 @@ namespace oar::opencl {
 
 // The plugin's allocations: a cl_mem is the oar_memory_t; its requested size
 // (a zero-size allocation holds a 1-byte buffer) is kept for range checks.
-using AllocationTable = oar::plugin::AllocationTable;
+using AllocationTable = oar::sdk::AllocationTable;
 
 using oar::sdk::require_not_null;
 

@@ -66,7 +66,7 @@ cl_program ProgramCache::build(const char* source_name, const std::string& text,
   // Everything the binary depends on: a new driver, device or source misses.
   std::string key = std::string("opencl-program|") + device_->platform_name + "|" + p.name + "|" +
                     p.driver_version + "|" + source_name + "|" +
-                    oar::plugin::DiskCache::digest(text + "\n--options--\n" + options);
+                    oar::sdk::DiskCache::digest(text + "\n--options--\n" + options);
   cl_int code = CL_SUCCESS;
   if (auto binary = disk_.load(key)) {
     const unsigned char* bytes = binary->data();

@@ -15,7 +15,7 @@
 #include <mutex>
 #include <string>
 
-#include "disk_cache.h"
+#include "oar/sdk/disk_cache.hpp"
 
 namespace oar::opencl {
 
@@ -71,7 +71,7 @@ class ProgramCache {
   cl_program build(const char* source_name, const std::string& text, const std::string& options);
 
   PhysicalDevice* device_;
-  oar::plugin::DiskCache disk_;
+  oar::sdk::DiskCache disk_;
   std::mutex mutex_;
   std::map<std::string, std::unique_ptr<Program>> programs_;
   Program* slots_[kSlots] = {};

@@ -100,14 +100,14 @@ void Protector::leave() {
   if (--active_ == 0) protect_all(PROT_NONE);
 }
 
-SimPlugin::SimPlugin() : profile_(make_profile(environment("OAR_SIM_PROFILE"))) {
+SimPlugin::SimPlugin()
+    : CpuPlugin("oar-sim-s"), profile_(make_profile(environment("OAR_SIM_PROFILE"))) {
   FaultConfig faults = parse_faults(environment("OAR_SIM_FAULTS"));
   double gbps = environment_number("OAR_SIM_COPY_GBPS");
   copy_bytes_per_ns_ = gbps;  // 1 GB/s is 1 byte per ns
   launch_ns_ = static_cast<uint64_t>(environment_number("OAR_SIM_LAUNCH_US") * 1000.0);
   properties_ = profile_.properties;
   device_count_ = profile_.devices;
-  thread_prefix_ = "oar-sim-s";
   for (int32_t i = 0; i < device_count_; ++i) {
     states_.push_back(std::make_unique<DeviceState>(faults, i));
   }
@@ -152,10 +152,10 @@ void SimPlugin::free_bytes(oar_device_s* device, void* pointer, uint64_t size) {
   states_.at(device->index)->allocated -= mapped_length(size);
 }
 
-oar::plugin::TaskWrapper SimPlugin::task_wrapper(oar_device_s* device) {
+oar::sdk::TaskWrapper SimPlugin::task_wrapper(oar_device_t device) {
   DeviceState* state = states_.at(device->index).get();
-  return [this, state](const oar::plugin::TaskInfo& info, const std::function<void()>& work) {
-    using Kind = oar::plugin::TaskInfo::Kind;
+  return [this, state](const oar::sdk::TaskInfo& info, const std::function<void()>& work) {
+    using Kind = oar::sdk::TaskInfo::Kind;
     if (info.kind == Kind::kOther) {  // waits on events: no device work
       work();
       return;
@@ -256,7 +256,7 @@ void SimPlugin::memory_copy_peer(oar_stream_t stream, oar_memory_t dst, uint64_t
   oar::sdk::require(to + size <= from || from + size <= to, OAR_STATUS_INVALID_ARGUMENT,
                     "memory_copy_peer: source and destination ranges partly overlap");
   stream->queue->submit([to, from, size] { std::memcpy(to, from, size); },
-                        {oar::plugin::TaskInfo::kCopy, size});
+                        {oar::sdk::TaskInfo::kCopy, size});
 }
 
 void SimPlugin::memory_fill(oar_stream_t stream, oar_memory_t dst, uint64_t dst_offset,

@@ -74,7 +74,7 @@ class SimPlugin : public oar::cpu::CpuPlugin {
  protected:
   void* allocate_bytes(oar_device_s* device, uint64_t size) override;
   void free_bytes(oar_device_s* device, void* pointer, uint64_t size) override;
-  oar::plugin::TaskWrapper task_wrapper(oar_device_s* device) override;
+  oar::sdk::TaskWrapper task_wrapper(oar_device_t device) override;
 
  private:
   // Throws INVALID_ARGUMENT unless |memory| is an allocation of device

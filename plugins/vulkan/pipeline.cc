@@ -10,7 +10,7 @@
 #include <cstring>
 #include <string>
 
-#include "disk_cache.h"
+#include "oar/sdk/disk_cache.hpp"
 #include "shaders.h"
 #include "vulkan.h"
 
@@ -67,7 +67,7 @@ Pipelines::Pipelines(VkDevice device, const PhysicalDevice& physical)
   layout.pPushConstantRanges = &range;
   check(vk.CreatePipelineLayout(device_, &layout, nullptr, &layout_), "vkCreatePipelineLayout");
 
-  oar::plugin::DiskCache disk("vulkan");
+  oar::sdk::DiskCache disk("vulkan");
   std::optional<std::vector<uint8_t>> data = disk.load(cache_key_);
   VkPipelineCacheCreateInfo cache{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
   if (data && !data->empty()) {
@@ -90,7 +90,7 @@ Pipelines::~Pipelines() {
       size != loaded_cache_size_ && size > 0) {
     std::vector<uint8_t> data(size);
     if (vk.GetPipelineCacheData(device_, cache_, &size, data.data()) == VK_SUCCESS) {
-      oar::plugin::DiskCache("vulkan").store(cache_key_, data.data(), size);
+      oar::sdk::DiskCache("vulkan").store(cache_key_, data.data(), size);
     }
   }
   for (auto& [name, module] : modules_) {

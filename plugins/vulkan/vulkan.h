@@ -23,9 +23,9 @@
 #include <vector>
 
 #include "error.h"
-#include "host_wait.h"
 #include "loader.h"
 #include "oar/oar.h"
+#include "oar/sdk/host_wait.hpp"
 #include "oar/sdk/plugin.hpp"
 
 namespace oar::vulkan {
@@ -142,7 +142,7 @@ struct Timeline {
   // (plugins/common/host_wait.h). Waits for capacity or inside the stream's
   // worker block at once.
   void wait_polling_first(uint64_t value);
-  oar::plugin::HostWait waits;  // wait_polling_first's history
+  oar::sdk::HostWait waits;  // wait_polling_first's history
   // Records that the semaphore has reached |value|.
   void mark_done(uint64_t value);
   // Throws the stream's error if work up to |value| failed.

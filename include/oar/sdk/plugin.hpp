@@ -48,9 +48,11 @@ inline void require(bool condition, oar_status_t code, const std::string& messag
   if (!condition) throw Error(code, message);
 }
 
-// Throws INVALID_ARGUMENT naming |what| if |pointer| is NULL. The message is
+// Throws INVALID_ARGUMENT naming |what| if |pointer| is NULL: any pointer,
+// function pointers (callbacks) and smart pointers included. The message is
 // built only on failure: plugins call this on every operation.
-inline void require_not_null(const void* pointer, const char* what) {
+template <typename Pointer>
+inline void require_not_null(const Pointer& pointer, const char* what) {
   if (pointer == nullptr) throw Error(OAR_STATUS_INVALID_ARGUMENT, std::string(what) + " is NULL");
 }
 

@@ -124,7 +124,7 @@ void map_runs(const Loop<1 + sizeof...(In)>& loop, F f, std::index_sequence<I...
   const int64_t out_stride = loop.inner_stride(0);
   const int64_t strides[] = {loop.inner_stride(I + 1)..., 0};
   const bool contiguous = out_stride == 1 && ((strides[I] == 1) && ...);
-  for_each_run(loop, [&](const int64_t* offset, int64_t n) {
+  parallel_for_each_run(loop, [&](const int64_t* offset, int64_t n) {
     Out* y = loop.template ptr<Out>(0) + offset[0];
     const std::tuple<const In*...> x{loop.template ptr<const In>(I + 1) + offset[I + 1]...};
     if (contiguous) {  // the fast path GCC vectorises

@@ -153,7 +153,7 @@ void gather_kernel(KernelContext& context) {
         using W = decltype(word);
         const int64_t sy = loop.inner_stride(0), si = loop.inner_stride(1),
                       sx = loop.inner_stride(2);
-        for_each_run(loop, [&](const int64_t* offset, int64_t n) {
+        parallel_for_each_run(loop, [&](const int64_t* offset, int64_t n) {
           W* out = loop.template ptr<W>(0) + offset[0];
           const I* idx = loop.template ptr<I>(1) + offset[1];
           const W* in = loop.template ptr<W>(2) + offset[2];

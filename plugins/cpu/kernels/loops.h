@@ -15,106 +15,22 @@ namespace oar::cpu {
 // Elements per parallel task; loops of at most two tasks stay on one thread.
 inline constexpr int64_t kGrain = 16384;
 
-// N operands over one shape. Operand k's element at multi-index i is at
-// data[k] + sum(i[d] * strides[k][d]) elements.
-template <int N>
-struct Loop {
-  char* data[N] = {};
-  int ndim = 0;
-  int64_t shape[ops::kMaxDims] = {};
-  int64_t strides[N][ops::kMaxDims] = {};
-
-  int64_t numel() const {
-    int64_t n = 1;
-    for (int d = 0; d < ndim; ++d) n *= shape[d];
-    return n;
-  }
-  // Stride of operand |k| along the innermost dimension (runs advance by it).
-  int64_t inner_stride(int k) const { return ndim > 0 ? strides[k][ndim - 1] : 0; }
-  template <typename T>
-  T* ptr(int k) const {
-    return reinterpret_cast<T*>(data[k]);
-  }
-};
-
-// The loop over |views[0]|'s shape with every operand broadcast to it (NumPy
-// rules: missing leading and size-1 dimensions get stride 0). Dimensions of
-// extent 1 are dropped and neighbours merged where every operand allows, so a
-// contiguous call becomes one long run. Throws INVALID_ARGUMENT if an operand
-// does not broadcast.
-template <int N>
-Loop<N> make_loop(const View (&views)[N]) {
-  Loop<N> loop;
-  const View& target = views[0];
-  for (int k = 0; k < N; ++k) {
-    loop.data[k] = views[k].data;
-    oar::sdk::require(views[k].ndim <= target.ndim, OAR_STATUS_INVALID_ARGUMENT,
-                      "an input has more dimensions than the output");
-  }
-  for (int d = 0; d < target.ndim; ++d) {
-    const int64_t extent = target.shape[d];
-    int64_t stride[N];
-    for (int k = 0; k < N; ++k) {
-      const int vd = d - (target.ndim - views[k].ndim);
-      const int64_t have = vd < 0 ? 1 : views[k].shape[vd];
-      oar::sdk::require(have == extent || have == 1, OAR_STATUS_INVALID_ARGUMENT,
-                        "shapes do not broadcast: extent " + std::to_string(have) + " against " +
-                            std::to_string(extent) + " in dimension " + std::to_string(d));
-      stride[k] = have == extent && vd >= 0 ? views[k].strides[vd] : 0;
-    }
-    if (extent == 1) continue;
-    bool merge = loop.ndim > 0;
-    for (int k = 0; k < N && merge; ++k) {
-      merge = loop.strides[k][loop.ndim - 1] == stride[k] * extent;
-    }
-    if (!merge) loop.shape[loop.ndim++] = 1;
-    loop.shape[loop.ndim - 1] *= extent;
-    for (int k = 0; k < N; ++k) loop.strides[k][loop.ndim - 1] = stride[k];
-  }
-  return loop;
-}
+using oar::sdk::Loop;
+using oar::sdk::make_loop;
 
 // Calls |run(offsets, n)| for every run of n elements along the innermost
-// dimension; offsets[k] is operand k's element offset of the run's first
-// element. Runs may be split, never reordered within a task; tasks go to
-// OpenMP threads, so |run| must not throw.
+// dimension (oar::sdk::for_each_run), sharing the elements out across OpenMP
+// threads in tasks of kGrain; loops of at most two tasks stay on the calling
+// thread. Runs are never reordered within a task; |run| must not throw.
 template <int N, typename Run>
-void for_each_run(const Loop<N>& loop, Run&& run) {
+void parallel_for_each_run(const Loop<N>& loop, Run&& run) {
   const int64_t total = loop.numel();
   if (total == 0) return;
-  if (loop.ndim == 0) {
-    const int64_t zero[N] = {};
-    run(zero, int64_t(1));
-    return;
-  }
-  const int last = loop.ndim - 1;
   const int64_t tasks = (total + kGrain - 1) / kGrain;
 #pragma omp parallel for if (tasks > 2) schedule(static)
   for (int64_t task = 0; task < tasks; ++task) {
-    int64_t begin = task * kGrain;
-    const int64_t end = std::min(total, begin + kGrain);
-    int64_t index[ops::kMaxDims];
-    int64_t offset[N] = {};
-    int64_t rest = begin;
-    for (int d = last; d >= 0; --d) {
-      index[d] = rest % loop.shape[d];
-      rest /= loop.shape[d];
-      for (int k = 0; k < N; ++k) offset[k] += index[d] * loop.strides[k][d];
-    }
-    while (begin < end) {
-      const int64_t n = std::min(loop.shape[last] - index[last], end - begin);
-      run(static_cast<const int64_t*>(offset), n);
-      begin += n;
-      index[last] += n;
-      for (int k = 0; k < N; ++k) offset[k] += n * loop.strides[k][last];
-      for (int d = last; d > 0 && index[d] == loop.shape[d]; --d) {
-        index[d] = 0;
-        ++index[d - 1];
-        for (int k = 0; k < N; ++k) {
-          offset[k] += loop.strides[k][d - 1] - loop.shape[d] * loop.strides[k][d];
-        }
-      }
-    }
+    const int64_t begin = task * kGrain;
+    oar::sdk::for_each_run(loop, begin, std::min(total, begin + kGrain), run);
   }
 }
 
@@ -188,7 +104,7 @@ inline void run_copy(const Loop<2>& loop, size_t element_size) {
     using W = decltype(word);
     if (copy_tiled<W>(loop)) return;
     const int64_t sd = loop.inner_stride(0), ss = loop.inner_stride(1);
-    for_each_run(loop, [&](const int64_t* offset, int64_t n) {
+    parallel_for_each_run(loop, [&](const int64_t* offset, int64_t n) {
       W* d = loop.template ptr<W>(0) + offset[0];
       const W* s = loop.template ptr<W>(1) + offset[1];
       if (sd == 1 && ss == 1) {

@@ -35,35 +35,23 @@ void view_of(const DLTensor& t, const char* what, View& v) {
   v.offset = t.byte_offset;
   v.dtype = t.dtype;
   v.ndim = t.ndim;
-  int64_t low = 0;
-  int64_t high = 0;
-  bool empty = false;
   for (int i = 0; i < t.ndim; ++i) {
     v.shape[i] = t.shape[i];
     v.strides[i] = t.strides != nullptr ? t.strides[i] : 0;
-    empty |= t.shape[i] == 0;
   }
   if (t.strides == nullptr) contiguous_strides(v.ndim, v.shape, v.strides);
-  for (int i = 0; i < t.ndim; ++i) {
-    int64_t reach = (v.shape[i] - 1) * v.strides[i];
-    (reach < 0 ? low : high) += reach;
-  }
-  uint64_t element = uint64_t(t.dtype.bits / 8);
-  if (!(empty || uint64_t(-low) * element <= t.byte_offset)) {
-    throw oar::sdk::Error(OAR_STATUS_OUT_OF_RANGE,
-                          std::string(what) + ": negative strides reach before the allocation");
-  }
-  uint64_t start = empty ? t.byte_offset : t.byte_offset - uint64_t(-low) * element;
-  uint64_t bytes = empty ? 0 : uint64_t(high - low + 1) * element;
+  // The bytes the tensor reaches, negative strides included (the SDK's
+  // byte_span), must lie in its allocation.
+  const oar::sdk::ByteSpan span = oar::sdk::byte_span(t, what);
   // The common case checked here without building check_range's messages;
   // anything else (NULL, unknown, out of range) through check_range, which
   // throws with them.
   AllocationTable::Allocation allocation;
   if (v.memory != nullptr && plugin().allocations().find(v.memory, &allocation) &&
-      start <= allocation.size && bytes <= allocation.size - start) {
+      span.offset <= allocation.size && span.size <= allocation.size - span.offset) {
     return;
   }
-  plugin().allocations().check_range(v.memory, start, bytes, what);
+  plugin().allocations().check_range(v.memory, span.offset, span.size, what);
 }
 
 oar_status_t run_kernel(const oar_kernel_call_t* call) {
@@ -219,22 +207,6 @@ bool View::contiguous() const {
   return true;
 }
 
-void contiguous_strides(int ndim, const int64_t* shape, int64_t* out) {
-  int64_t stride = 1;
-  for (int i = ndim - 1; i >= 0; --i) {
-    out[i] = stride;
-    stride *= shape[i];
-  }
-}
-
-int normalize_axis(int64_t axis, int rank, const char* what) {
-  if (rank == 0 && axis == 0) return 0;
-  oar::sdk::require(axis >= -rank && axis < rank, OAR_STATUS_INVALID_ARGUMENT,
-                    std::string(what) + ": axis " + std::to_string(axis) +
-                        " is out of range for rank " + std::to_string(rank));
-  return int(axis < 0 ? axis + rank : axis);
-}
-
 KernelRef::KernelRef(const char* kernel_name) : name(kernel_name), id(next_ref_id()++) {}
 
 void ViewList::reserve(size_t count) {
@@ -266,12 +238,12 @@ void KernelContext::launch_nd(Source source, DLDataType dtype, const char* kerne
 void register_op(const oar::sdk::KernelRegistrar& registrar, const char* op, KernelBody body,
                  const std::vector<std::vector<DLDataType>>& signatures, uint32_t flags,
                  const KernelRef* const* kernels) {
-  const ops::OpSchema& schema = oar::plugin::schema_of(op, "opencl");
+  const ops::OpSchema& schema = oar::sdk::schema_of(op, "opencl");
   static std::mutex mutex;
   std::lock_guard<std::mutex> lock(mutex);
   entries().push_back(std::make_unique<Entry>(Entry{body, &schema, kernels}));
-  oar::plugin::register_signatures(registrar, schema, signatures, &run_kernel, flags,
-                                   entries().back().get());
+  oar::sdk::register_signatures(registrar, schema, signatures, &run_kernel, flags,
+                                entries().back().get());
 }
 
 void OpenclPlugin::register_kernels(const oar_kernel_registrar_t* registrar) {

@@ -13,8 +13,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "kernel_signatures.h"
 #include "oar/ops.hpp"
+#include "oar/sdk/kernel.hpp"
 #include "opencl.h"
 
 namespace oar::opencl {
@@ -145,12 +145,11 @@ using KernelBody = void (*)(KernelContext& context);
 void register_op(const oar::sdk::KernelRegistrar& registrar, const char* op, KernelBody body,
                  const std::vector<std::vector<DLDataType>>& signatures, uint32_t flags = 0,
                  const KernelRef* const* kernels = nullptr);
-using oar::plugin::same_signatures;
+using oar::sdk::same_signatures;
 
-// Contiguous (row-major) strides of |shape|.
-void contiguous_strides(int ndim, const int64_t* shape, int64_t* out);
-// |axis| normalised into [0, rank) (rank 0 accepts 0).
-int normalize_axis(int64_t axis, int rank, const char* what);
+// Row-major strides, and |axis| normalised into [0, rank): the SDK's.
+using oar::sdk::contiguous_strides;
+using oar::sdk::normalize_axis;
 
 void register_elementwise_kernels(const oar::sdk::KernelRegistrar& registrar);
 void register_layout_kernels(const oar::sdk::KernelRegistrar& registrar);

@@ -4,7 +4,7 @@
 #include <memory>
 #include <mutex>
 
-#include "kernel_signatures.h"
+#include "oar/sdk/kernel.hpp"
 
 namespace oar::vulkan {
 namespace {
@@ -39,25 +39,14 @@ TensorRef ref_of(oar_stream_s* stream, const DLTensor& t, const char* what) {
         std::string(what) + ": byte_offset is not a multiple of the element size");
   }
   r.offset = int64_t(t.byte_offset / element);
-  int64_t low = 0, high = 0;
-  bool empty = false;
   for (int i = 0; i < t.ndim; ++i) {
     r.shape[i] = t.shape[i];
     r.strides[i] = t.strides[i];
-    empty |= t.shape[i] == 0;
-    int64_t reach = (t.shape[i] - 1) * t.strides[i];
-    if (reach < 0)
-      low += reach;
-    else
-      high += reach;
   }
-  if (!empty) {
-    if (r.offset + low < 0) {
-      throw oar::sdk::Error(OAR_STATUS_OUT_OF_RANGE,
-                            std::string(what) + ": negative strides reach before the allocation");
-    }
-    check_range(r.memory, t.byte_offset, uint64_t(high + 1) * element, what);
-  }
+  // The bytes the tensor reaches, negative strides included (the SDK's
+  // byte_span), must lie in its allocation.
+  const oar::sdk::ByteSpan span = oar::sdk::byte_span(t, what);
+  if (span.size != 0) check_range(r.memory, span.offset, span.size, what);
   return r;
 }
 
@@ -139,16 +128,16 @@ std::string module_name(const char* base, std::initializer_list<DLDataType> dtyp
 
 void register_op(const oar::sdk::KernelRegistrar& registrar, const char* op, KernelBody body,
                  const std::vector<std::vector<DLDataType>>& signatures, uint32_t flags) {
-  const ops::OpSchema& schema = oar::plugin::schema_of(op, "vulkan");
+  const ops::OpSchema& schema = oar::sdk::schema_of(op, "vulkan");
   static std::mutex mutex;
   std::lock_guard<std::mutex> lock(mutex);
   entries().push_back(std::make_unique<Entry>(Entry{body, &schema}));
-  oar::plugin::register_signatures(registrar, schema, signatures, &run_kernel, flags,
-                                   entries().back().get());
+  oar::sdk::register_signatures(registrar, schema, signatures, &run_kernel, flags,
+                                entries().back().get());
 }
 
 std::vector<std::vector<DLDataType>> same_signatures(uint32_t bits, size_t inputs, size_t outputs) {
-  return oar::plugin::same_signatures(bits & kSupported, inputs, outputs);
+  return oar::sdk::same_signatures(bits & kSupported, inputs, outputs);
 }
 
 int normalize_axis(int64_t axis, int rank) {

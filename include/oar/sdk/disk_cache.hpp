@@ -22,7 +22,7 @@
 #include <string_view>
 #include <vector>
 
-namespace oar::plugin {
+namespace oar::sdk {
 
 class DiskCache {
  public:
@@ -49,4 +49,4 @@ class DiskCache {
   std::string directory_;
 };
 
-}  // namespace oar::plugin
+}  // namespace oar::sdk

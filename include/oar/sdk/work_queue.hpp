@@ -24,7 +24,7 @@
 
 #include "oar/status.h"
 
-namespace oar::plugin {
+namespace oar::sdk {
 
 // CLOCK_MONOTONIC nanoseconds: the clock oar_trace_record_t uses, so event
 // timestamps and trace records share one time base.
@@ -137,4 +137,4 @@ class WorkQueue {
   std::thread worker_;
 };
 
-}  // namespace oar::plugin
+}  // namespace oar::sdk

@@ -23,7 +23,7 @@
 #include <cstdint>
 #include <string>
 
-namespace oar::plugin {
+namespace oar::sdk {
 
 // The budget |text| names (OAR_SYNC_SPIN_US's value; null when unset). A bad
 // value gives the default and a sentence for the log in |problem|.
@@ -88,4 +88,4 @@ class HostWait {
   std::atomic<int64_t> last_wait_ns_{0};
 };
 
-}  // namespace oar::plugin
+}  // namespace oar::sdk
