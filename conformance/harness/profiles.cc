@@ -141,7 +141,10 @@ Coverage coverage(Profile profile, const oar_device_properties_t& properties,
       ++tally.failed;
     }
     if ((result.unsupported || result.status == Status::kSkipped) && tally.first_reason.empty()) {
-      tally.first_reason = result.message;
+      const std::string prefix = "unsupported: ";
+      tally.first_reason = result.message.rfind(prefix, 0) == 0
+                               ? result.message.substr(prefix.size())
+                               : result.message;
     }
   }
   Coverage covered;
