@@ -178,6 +178,44 @@ inline std::vector<int64_t> ints_attr(const oar_kernel_call_t* call, const char*
   return std::vector<int64_t>(a->value.ints.data, a->value.ints.data + a->value.ints.count);
 }
 
+// The reduction sum or mean of |x| over the dimensions |reduced| marks into
+// |y|, adding the elements in row-major order into one running accumulator
+// per output that |round| rounds after every addition.
+template <typename Round>
+void running_sum(const HostView& x, const HostView& y, const std::vector<bool>& reduced, bool mean,
+                 Round round) {
+  const int64_t rank = int64_t(x.shape.size());
+  std::vector<double> acc(size_t(y.numel()), 0.0);
+  int64_t count = 1;
+  for (int64_t d = 0; d < rank; ++d) count *= reduced[size_t(d)] ? x.shape[size_t(d)] : 1;
+  std::vector<int64_t> index(size_t(rank), 0);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    int64_t out = 0;
+    for (int64_t d = 0; d < rank; ++d) {
+      if (!reduced[size_t(d)]) out = out * x.shape[size_t(d)] + index[size_t(d)];
+    }
+    acc[size_t(out)] = round(acc[size_t(out)] + x.get(i));
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      if (++index[size_t(d)] < x.shape[size_t(d)]) break;
+      index[size_t(d)] = 0;
+    }
+  }
+  for (int64_t o = 0; o < y.numel(); ++o) {
+    y.set(o, mean ? acc[size_t(o)] / double(count) : acc[size_t(o)]);
+  }
+}
+
+// Which dimensions of |x| a reduction's "axes" attribute names (none: all).
+inline std::vector<bool> reduced_dims(const oar_kernel_call_t* call, const HostView& x) {
+  const std::vector<int64_t> axes = ints_attr(call, "axes");
+  const int64_t rank = int64_t(x.shape.size());
+  std::vector<bool> reduced(size_t(rank), axes.empty());
+  for (int64_t a : axes) {
+    if (rank > 0) reduced[size_t(a < 0 ? a + rank : a)] = true;
+  }
+  return reduced;
+}
+
 // --- Stream order ----------------------------------------------------------------------
 
 namespace detail {

@@ -21,32 +21,9 @@ double narrow(const DLDataType& t, double v) {
 oar_status_t half_sum_kernel(const oar_kernel_call_t* call) {
   const bool mean = real_kernel(call).op == "mean";
   const HostView x = host_view(call->inputs[0]), y = host_view(call->outputs[0]);
-  std::vector<int64_t> axes = ints_attr(call, "axes");
-  const int64_t rank = int64_t(x.shape.size());
-  std::vector<bool> reduced(size_t(rank), axes.empty());
-  for (int64_t a : axes) {
-    if (rank > 0) reduced[size_t(a < 0 ? a + rank : a)] = true;
-  }
-  return in_stream_order(call, [x, y, reduced, mean, rank] {
-    const int64_t outputs = y.numel();
-    std::vector<double> acc(size_t(outputs), 0.0);
-    int64_t count = 1;
-    for (int64_t d = 0; d < rank; ++d) count *= reduced[size_t(d)] ? x.shape[size_t(d)] : 1;
-    std::vector<int64_t> index(size_t(rank), 0);
-    for (int64_t i = 0; i < x.numel(); ++i) {
-      int64_t out = 0;
-      for (int64_t d = 0; d < rank; ++d) {
-        if (!reduced[size_t(d)]) out = out * x.shape[size_t(d)] + index[size_t(d)];
-      }
-      acc[size_t(out)] = narrow(x.dtype, acc[size_t(out)] + x.get(i));
-      for (int64_t d = rank - 1; d >= 0; --d) {
-        if (++index[size_t(d)] < x.shape[size_t(d)]) break;
-        index[size_t(d)] = 0;
-      }
-    }
-    for (int64_t o = 0; o < outputs; ++o) {
-      y.set(o, mean ? acc[size_t(o)] / double(count) : acc[size_t(o)]);
-    }
+  const std::vector<bool> reduced = reduced_dims(call, x);
+  return in_stream_order(call, [x, y, reduced, mean] {
+    running_sum(x, y, reduced, mean, [&x](double v) { return narrow(x.dtype, v); });
   });
 }
 
