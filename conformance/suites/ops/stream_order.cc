@@ -46,7 +46,7 @@ constexpr int kGatedRounds = 8;
 constexpr int kAhead = kGatedRounds;  // rounds a stream may be ahead of its device
 constexpr int kMaxRounds = 4096;
 constexpr uint64_t kRoundBytes = uint64_t(32) << 20;
-constexpr auto kDispatchTime = 20ms;
+constexpr auto kDispatchTime = 40ms;
 // How long the gated kernel gets to misbehave before the other stream looks.
 constexpr auto kSettle = 2ms;
 // How long a copy on another stream may take while the gate is held; a device
