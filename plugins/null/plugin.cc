@@ -5,9 +5,11 @@
 // still to be written. Optional slots are simply absent: the SDK leaves a slot
 // NULL ("unsupported") when the class has no member of that name.
 //
-// To start a plugin: copy this folder, rename the class and the
-// OAR_PLUGIN_DEFINE name, define the handle structs your runtime needs, and
-// replace the stubs one by one (see README.md).
+// To start a plugin: copy this folder, rename the plugin in CMakeLists.txt
+// (oar_add_plugin(<name> ...) also names the table: OAR_PLUGIN_NAME), define
+// the handle structs your runtime needs, and replace the stubs one by one (see
+// README.md). samples/vendor_plugin is the same start carried through to a
+// plugin that certifies.
 #include "oar/sdk/plugin.hpp"
 
 #include <string>
@@ -22,7 +24,7 @@ namespace {
 
 [[noreturn]] void unimplemented(const char* slot) {
   throw oar::sdk::Error(OAR_STATUS_UNIMPLEMENTED,
-                        std::string("null plugin: the required slot ") + slot +
+                        std::string(OAR_PLUGIN_NAME) + " plugin: the required slot " + slot +
                             " is not implemented; a vendor plugin must implement it");
 }
 
@@ -39,7 +41,7 @@ class NullPlugin {
   // Zero devices is the correct answer when the runtime or the hardware is
   // absent, and it is not an error.
   void device_count(int32_t* out_count) {
-    oar::sdk::require(out_count != nullptr, OAR_STATUS_INVALID_ARGUMENT, "out_count is NULL");
+    oar::sdk::require_not_null(out_count, "out_count");
     *out_count = 0;
   }
 
@@ -83,8 +85,15 @@ class NullPlugin {
   // register_kernels, device_memory_info, stream_add_host_callback,
   // event_elapsed_ms, memory_host_address (required once the device lists a
   // host-visible memory kind), memory_copy_peer, comm_*.
+  //
+  // Streams and events: a device driven from host threads (an emulator, a
+  // runtime with blocking calls) derives from oar::sdk::QueueStreams
+  // (oar/sdk/queue_streams.hpp), which provides every stream and event slot
+  // and device_synchronize; kernels: oar::sdk::KernelTable (oar/sdk/kernel.hpp).
 };
 
 }  // namespace oar::null_plugin
 
-OAR_PLUGIN_DEFINE(oar::null_plugin::NullPlugin, "null", "0.1.0", "OAR project")
+// OAR_PLUGIN_NAME is the name given to oar_add_plugin, so that the table and
+// the manifest always agree.
+OAR_PLUGIN_DEFINE(oar::null_plugin::NullPlugin, OAR_PLUGIN_NAME, "0.1.0", "OAR project")
