@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "core/loader/text.h"
 #include "oar/device.hpp"
 #include "oar/error.hpp"
 
@@ -64,6 +65,16 @@ const char* device_kind_name(int32_t kind) {
   }
 }
 
+std::string status_text(oar_status_t code) { return loader::status_text(code); }
+
+std::string for_terminal(std::string_view text, size_t max_bytes) {
+  return loader::clipped(text, max_bytes);
+}
+
+std::string dump_json(const nlohmann::json& document) {
+  return document.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 std::string human_bytes(uint64_t bytes) {
   static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
   double value = double(bytes);
@@ -106,7 +117,7 @@ nlohmann::json plugin_json(const PluginRecord& r) {
     json["device_count"] = r.device_count;
     json["kernel_count"] = r.kernel_count;
   } else {
-    json["code"] = status_name(r.code);
+    json["code"] = status_text(r.code);
     json["reason"] = r.reason;
   }
   return json;

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "oar/device.h"
@@ -20,6 +21,16 @@ std::vector<std::string> dtype_support_names(uint32_t dtypes);
 const char* device_kind_name(int32_t kind);
 // "16.0 GiB"
 std::string human_bytes(uint64_t bytes);
+// A status name, with its number when it is none of the canonical codes.
+std::string status_text(oar_status_t code);
+// |text| for a terminal: control characters and bytes that are not UTF-8 as
+// "\xNN", cut at |max_bytes| with a note of the full length. A name from a
+// manifest or a plugin table can be anything (a 50 MiB name once padded
+// every row of `oar list` to its width).
+std::string for_terminal(std::string_view text, size_t max_bytes);
+// Serialized JSON in which text that is not UTF-8 (a Latin-1 file name, a
+// plugin's name) is replaced, never an exception.
+std::string dump_json(const nlohmann::json& document);
 
 nlohmann::json properties_json(const oar_device_properties_t& properties);
 nlohmann::json plugin_json(const PluginRecord& record);

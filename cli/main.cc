@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 #include "cli/describe.h"
@@ -33,29 +34,44 @@ json runtime_json(const oar::Runtime& runtime) {
   };
 }
 
+// Column and text limits: names and reasons come from manifests and plugin
+// tables, and a row must stay a row whatever they hold.
+constexpr size_t kNameColumn = 24;
+constexpr size_t kMaxName = 64;
+constexpr size_t kMaxText = 2048;
+
+std::string shown(const std::string& text, size_t max_bytes = kMaxText) {
+  return oar::cli::for_terminal(text, max_bytes);
+}
+
 void print_list(const oar::Runtime& runtime) {
   size_t loaded = 0;
   for (const auto& record : runtime.plugins()) loaded += record.state == oar::PluginState::kLoaded;
   fmt::print("Plugins: {} found, {} loaded\n", runtime.plugins().size(), loaded);
   size_t width = 12;
-  for (const auto& r : runtime.plugins()) width = std::max(width, r.name.size());
   for (const auto& r : runtime.plugins()) {
+    width = std::max(width, std::min(shown(r.name, kMaxName).size(), kNameColumn));
+  }
+  for (const auto& r : runtime.plugins()) {
+    std::string name = shown(r.name, kMaxName);
     if (r.state == oar::PluginState::kLoaded) {
-      fmt::print("  {:<{}} loaded   v{} ({}), ABI {}.{}, {} device(s), {} kernel(s)\n", r.name,
-                 width, r.version, r.vendor, r.abi_major, r.abi_minor, r.device_count,
-                 r.kernel_count);
-      fmt::print("  {:<{}}          {}\n", "", width, r.library_path);
+      fmt::print("  {:<{}} loaded   v{} ({}), ABI {}.{}, {} device(s), {} kernel(s)\n", name, width,
+                 shown(r.version, kMaxName), shown(r.vendor, kMaxName), r.abi_major, r.abi_minor,
+                 r.device_count, r.kernel_count);
+      fmt::print("  {:<{}}          {}\n", "", width, shown(r.library_path));
     } else {
-      fmt::print("  {:<{}} skipped  {}: {}\n", r.name, width, oar::status_name(r.code), r.reason);
+      fmt::print("  {:<{}} skipped  {}: {}\n", name, width, oar::cli::status_text(r.code),
+                 shown(r.reason));
       fmt::print("  {:<{}}          {}\n", "", width,
-                 r.manifest_path.empty() ? r.library_path : r.manifest_path);
+                 shown(r.manifest_path.empty() ? r.library_path : r.manifest_path));
     }
   }
   fmt::print("Devices: {}\n", runtime.devices().size());
   for (oar::Device* device : runtime.devices()) {
     const auto& p = device->properties();
-    fmt::print("  {:<12} {} | {} | {} | {} compute units | dtypes+ {} | {}\n", device->name(),
-               p.name, oar::cli::device_kind_name(p.kind), oar::cli::human_bytes(p.total_memory),
+    fmt::print("  {:<12} {} | {} | {} | {} compute units | dtypes+ {} | {}\n",
+               shown(device->name(), kMaxName), shown(p.name, kMaxName),
+               oar::cli::device_kind_name(p.kind), oar::cli::human_bytes(p.total_memory),
                p.compute_units, join(oar::cli::dtype_support_names(p.dtypes)),
                join(oar::cli::feature_names(p.features)));
   }
@@ -69,11 +85,11 @@ void print_info(oar::Device& device) {
   auto row = [](const char* key, const std::string& value) {
     fmt::print("  {:<22} {}\n", key, value);
   };
-  fmt::print("{}\n", device.name());
-  row("name", p.name);
-  row("vendor", p.vendor);
-  row("driver_version", p.driver_version);
-  row("plugin", device.plugin_name());
+  fmt::print("{}\n", shown(device.name()));
+  row("name", shown(p.name));
+  row("vendor", shown(p.vendor));
+  row("driver_version", shown(p.driver_version));
+  row("plugin", shown(device.plugin_name()));
   row("kind", oar::cli::device_kind_name(p.kind));
   row("dlpack_device_type", std::to_string(p.dlpack_device_type));
   row("total_memory",
@@ -103,11 +119,15 @@ int main(int argc, char** argv) {
   info->add_flag("--json", as_json, "machine-readable output");
   CLI11_PARSE(app, argc, argv);
 
+  // Each plugin is loaded once in a child process first, so that one that
+  // crashes or hangs while loading is named in the list instead of killing
+  // it (docs/abi.md, "Probing"). OAR_PLUGIN_PROBE=0 turns that off.
+  setenv("OAR_PLUGIN_PROBE", "1", /*overwrite=*/0);
   try {
     oar::Runtime runtime;
     if (*list) {
       if (as_json) {
-        std::cout << runtime_json(runtime).dump(2) << "\n";
+        std::cout << oar::cli::dump_json(runtime_json(runtime)) << "\n";
       } else {
         print_list(runtime);
       }
@@ -117,13 +137,16 @@ int main(int argc, char** argv) {
     if (as_json) {
       json document = {{"schema_version", oar::cli::kJsonSchemaVersion},
                        {"device", oar::cli::device_json(device)}};
-      std::cout << document.dump(2) << "\n";
+      std::cout << oar::cli::dump_json(document) << "\n";
     } else {
       print_info(device);
     }
     return 0;
   } catch (const oar::Error& e) {
-    std::fprintf(stderr, "oar: %s\n", e.what());
+    std::fprintf(stderr, "oar: %s\n", shown(e.what()).c_str());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "oar: %s\n", shown(e.what()).c_str());
     return 1;
   }
 }

@@ -7,6 +7,7 @@
 
 #include "core/loader/environment.h"
 #include "core/loader/manifest.h"
+#include "core/loader/text.h"
 
 namespace fs = std::filesystem;
 
@@ -32,8 +33,8 @@ Candidate from_manifest(const std::string& path) {
   candidate.library_path = m.library_path;
   if (m.abi_major != 1) {
     candidate.status = Status(OAR_STATUS_FAILED_PRECONDITION,
-                              "manifest " + path + " declares ABI " + std::to_string(m.abi_major) +
-                                  "." + std::to_string(m.abi_minor) +
+                              "manifest " + printable(path) + " declares ABI " +
+                                  std::to_string(m.abi_major) + "." + std::to_string(m.abi_minor) +
                                   "; this OAR speaks ABI 1.x (install a matching plugin)");
   }
   return candidate;
@@ -51,8 +52,9 @@ void add_manifest_dir(const std::string& dir, std::vector<Candidate>* out) {
   std::error_code error;
   if (!fs::is_directory(dir, error)) return;
   std::vector<std::string> manifests;
-  for (const auto& entry : fs::directory_iterator(dir, error)) {
-    if (entry.path().extension() == ".json") manifests.push_back(entry.path().string());
+  // increment(error), not the range-for's operator++, which throws.
+  for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
+    if (it->path().extension() == ".json") manifests.push_back(it->path().string());
   }
   std::sort(manifests.begin(), manifests.end());
   for (const auto& path : manifests) out->push_back(from_manifest(path));
@@ -66,7 +68,9 @@ std::string install_manifest_dir() {
       info.dli_fname == nullptr) {
     return {};
   }
-  fs::path library = fs::weakly_canonical(info.dli_fname);
+  std::error_code error;
+  fs::path library = fs::weakly_canonical(info.dli_fname, error);
+  if (error) library = info.dli_fname;
   return (library.parent_path() / OAR_MANIFEST_DIR_FROM_LIBDIR).lexically_normal().string();
 }
 

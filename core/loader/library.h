@@ -10,6 +10,13 @@
 
 namespace oar::loader {
 
+// Checks, before dlopen sees it, that |path| is a regular file holding an ELF
+// shared library this process can load: FAILED_PRECONDITION names the class,
+// byte order and machine of one built for another, INVALID_ARGUMENT says what
+// a file that is no shared library is instead (file.h's codes for a file that
+// cannot be opened, NOT_FOUND for one that is not there).
+Status check_library_file(const std::string& path);
+
 class SharedLibrary {
  public:
   SharedLibrary() = default;

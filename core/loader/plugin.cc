@@ -4,6 +4,9 @@
 #include <filesystem>
 
 #include "core/loader/host_services.h"
+#include "core/loader/manifest.h"
+#include "core/loader/probe.h"
+#include "core/loader/text.h"
 #include "core/validate/validator.h"
 
 namespace oar::detail {
@@ -46,10 +49,16 @@ const std::vector<std::pair<const char*, size_t>>& required_slots() {
 std::unique_ptr<Plugin> Plugin::load(
     const std::string& library_path, PluginRecord* record,
     const std::function<std::string(const std::string&)>& loaded_from, bool validate) {
-  record->library_path = library_path;
+  // The exact file checked is the file opened: dlopen given a bare name
+  // ("liboar_plugin_x.so") would search the system's library paths instead.
+  std::string path = library_path;
+  std::error_code error;
+  std::filesystem::path absolute = std::filesystem::absolute(library_path, error);
+  if (!error) path = absolute.lexically_normal().string();
+  record->library_path = path;
   if (record->name.empty()) {
     // Until the table names it, a library is known by its file name.
-    std::string stem = std::filesystem::path(library_path).stem().string();
+    std::string stem = std::filesystem::path(path).stem().string();
     const std::string prefix = "liboar_plugin_";
     if (stem.compare(0, prefix.size(), prefix) == 0 && stem.size() > prefix.size()) {
       stem = stem.substr(prefix.size());
@@ -57,12 +66,45 @@ std::unique_ptr<Plugin> Plugin::load(
     record->name = stem;
   }
 
-  std::error_code ignored;
-  if (!std::filesystem::exists(library_path, ignored)) {
-    skip(record, OAR_STATUS_NOT_FOUND,
-         "library file missing: " + library_path + " (fix the manifest's library_path)");
+  // A regular file holding a shared library for this machine, or say what it is.
+  if (Status file = loader::check_library_file(path); !file.ok()) {
+    skip(record, file.code(), file.message());
     return nullptr;
   }
+
+  if (loader::ProbeSettings probe = loader::probe_settings(); probe.enabled) {
+    Status probed = loader::run_in_probe_process(
+        "plugin '" + loader::printable(record->name) + "' (" + loader::printable(path) + ")",
+        [&](const loader::ProbeStep& step) {
+          PluginRecord scratch = *record;
+          std::unique_ptr<Plugin> plugin = load_checked(path, &scratch, loaded_from, false, step);
+          if (plugin == nullptr) return;
+          step("device_properties");
+          for (int32_t i = 0; i < scratch.device_count; ++i) {
+            oar_device_properties_t properties{};
+            properties.struct_size = OAR_DEVICE_PROPERTIES_STRUCT_SIZE;
+            (void)plugin->api_.device_properties(i, &properties);
+          }
+          step("finalize");
+          plugin.reset();
+        },
+        probe.timeout);
+    if (!probed.ok()) {
+      skip(record, probed.code(), probed.message());
+      return nullptr;
+    }
+  }
+  return load_checked(path, record, loaded_from, validate, {});
+}
+
+std::unique_ptr<Plugin> Plugin::load_checked(
+    const std::string& library_path, PluginRecord* record,
+    const std::function<std::string(const std::string&)>& loaded_from, bool validate,
+    const loader::ProbeStep& step) {
+  auto reached = [&](const char* name) {
+    if (step) step(name);
+  };
+  reached("dlopen");
   auto library = loader::SharedLibrary::open(library_path);
   if (!library.ok()) {
     skip(record, library.status().code(), library.status().message());
@@ -74,6 +116,7 @@ std::unique_ptr<Plugin> Plugin::load(
     return nullptr;
   }
   auto query = reinterpret_cast<oar_plugin_query_fn>(entry.value());
+  reached("oar_plugin_query");
   const oar_plugin_api_t* table = query(OAR_ABI_MAJOR, OAR_ABI_MINOR);
   if (table == nullptr) {
     skip(record, OAR_STATUS_FAILED_PRECONDITION,
@@ -125,31 +168,53 @@ std::unique_ptr<Plugin> Plugin::load(
     skip(record, OAR_STATUS_FAILED_PRECONDITION, "the plugin table has no name");
     return nullptr;
   }
-  plugin->name_ = plugin->api_.name;
+  size_t name_length = strnlen(plugin->api_.name, loader::kMaxPluginNameBytes + 1);
+  if (name_length > loader::kMaxPluginNameBytes) {
+    skip(record, OAR_STATUS_FAILED_PRECONDITION,
+         "the plugin table's name is longer than " + std::to_string(loader::kMaxPluginNameBytes) +
+             " bytes (it starts \"" + loader::clipped(std::string_view(plugin->api_.name, 32), 32) +
+             "\")");
+    return nullptr;
+  }
+  std::string table_name(plugin->api_.name, name_length);
+  if (loader::printable(table_name) != table_name) {
+    skip(record, OAR_STATUS_FAILED_PRECONDITION,
+         "the plugin table's name \"" + loader::printable(table_name) +
+             "\" has control characters or bytes that are not UTF-8");
+    return nullptr;
+  }
+  plugin->name_ = table_name;
   plugin->library_path_ = library_path;
   if (!record->manifest_path.empty() && record->name != plugin->name_) {
     skip(record, OAR_STATUS_FAILED_PRECONDITION,
-         "the manifest names plugin '" + record->name + "' but the library calls itself '" +
-             plugin->name_ + "' (make them agree)");
+         "the manifest names plugin '" + loader::printable(record->name) +
+             "' but the library calls itself '" + plugin->name_ + "' (make them agree)");
     return nullptr;
   }
   if (std::string other = loaded_from(plugin->name_); !other.empty()) {
     skip(record, OAR_STATUS_ALREADY_EXISTS,
-         "a plugin named '" + plugin->name_ + "' is already loaded from " + other +
-             "; this copy (" + library_path + ") is ignored (remove one of them from the search)");
+         "a plugin named '" + plugin->name_ + "' is already loaded from " +
+             loader::printable(other) + "; this copy (" + loader::printable(library_path) +
+             ") is ignored (remove one of them from the search)");
     return nullptr;
   }
   record->name = plugin->name_;
-  record->version = plugin->api_.version != nullptr ? plugin->api_.version : "";
-  record->vendor = plugin->api_.vendor != nullptr ? plugin->api_.vendor : "";
+  // Free text from the plugin: kept printable and short.
+  auto text = [](const char* value) {
+    return value != nullptr ? loader::clipped(std::string_view(value, strnlen(value, 1 << 20)), 256)
+                            : std::string();
+  };
+  record->version = text(plugin->api_.version);
+  record->vendor = text(plugin->api_.vendor);
   plugin->library_ = std::move(library).value();
 
   plugin->host_ = make_host_services(plugin.get());
+  reached("initialize");
   oar_status_t code = plugin->api_.initialize(&plugin->host_);
   if (code != OAR_STATUS_OK) {
     skip(record, code,
-         std::string("initialize failed with ") + status_name(code) + ": " +
-             take_reported_error(plugin.get()));
+         "initialize failed with " + loader::status_text(code) + ": " +
+             loader::printable(take_reported_error(plugin.get())));
     return nullptr;  // the library closes; finalize is not called after a failed initialize
   }
   plugin->initialized_ = true;
@@ -158,6 +223,7 @@ std::unique_ptr<Plugin> Plugin::load(
   }
 
   if (plugin->api_.register_kernels != nullptr) {
+    reached("register_kernels");
     oar_kernel_registrar_t registrar = plugin->kernels_.registrar();
     code = plugin->api_.register_kernels(&registrar);
     if (code != OAR_STATUS_OK) {
@@ -169,11 +235,12 @@ std::unique_ptr<Plugin> Plugin::load(
   record->kernel_count = plugin->kernels_.size();
 
   int32_t count = 0;
+  reached("device_count");
   code = plugin->api_.device_count(&count);
   if (code != OAR_STATUS_OK) {
     skip(record, code,
-         std::string("device_count failed with ") + status_name(code) + ": " +
-             take_reported_error(plugin.get()));
+         "device_count failed with " + loader::status_text(code) + ": " +
+             loader::printable(take_reported_error(plugin.get())));
     return nullptr;
   }
   if (count < 0) {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/loader/library.h"
+#include "core/loader/probe.h"
 #include "core/ops/kernel_registry.h"
 #include "core/util/status.h"
 #include "oar/plugin.h"
@@ -17,7 +18,11 @@ namespace oar::detail {
 
 class Plugin {
  public:
-  // Opens |library_path| and runs every check in order: entry symbol, table
+  // Makes |library_path| absolute, checks that it is a regular file holding a
+  // shared library for this machine (loader/library.h), and, when
+  // OAR_PLUGIN_PROBE asks for it, loads it once in a child process first
+  // (loader/probe.h): a plugin that crashes or hangs there is skipped. Then
+  // opens it and runs every check in order: entry symbol, table
   // header, ABI major, table size, required slots, name, initialize, kernels.
   // Fills |record| with the outcome; returns nullptr when skipped. A plugin
   // whose name is already loaded (|loaded_from| gives that copy's library, or
@@ -52,6 +57,13 @@ class Plugin {
 
  private:
   Plugin() = default;
+
+  // load() once the file is checked: dlopen onwards, telling |step| (if set)
+  // each step it reaches.
+  static std::unique_ptr<Plugin> load_checked(
+      const std::string& library_path, PluginRecord* record,
+      const std::function<std::string(const std::string&)>& loaded_from, bool validate,
+      const loader::ProbeStep& step);
 
   loader::SharedLibrary library_;
   oar_plugin_api_t api_{};

@@ -9,36 +9,27 @@
 #include "core/trace/tracer.h"
 
 namespace oar {
-namespace {
-
-// "cpu:0,sim" -> does |device| pass? An entry without an index admits every
-// device of that plugin.
-bool visible(const std::string& filter, const Device& device) {
-  if (filter.empty()) return true;
-  size_t start = 0;
-  while (start <= filter.size()) {
-    size_t end = filter.find(',', start);
-    if (end == std::string::npos) end = filter.size();
-    std::string entry = filter.substr(start, end - start);
-    if (entry == device.plugin_name() || entry == device.name()) return true;
-    start = end + 1;
-  }
-  return false;
-}
-
-}  // namespace
 
 Runtime::Runtime(RuntimeOptions options) {
-  std::string filter = options.device_filter;
+  std::string filter_text = options.device_filter;
+  std::string filter_source = "RuntimeOptions::device_filter";
   if (options.use_environment) {
-    if (auto env = loader::get_environment("OAR_DEVICES")) filter = *env;
-    if (auto env = loader::get_environment("OAR_VALIDATE"); env && !env->empty() && *env != "0") {
-      options.validate = true;
+    if (auto env = loader::get_environment("OAR_DEVICES")) {
+      filter_text = *env;
+      filter_source = "OAR_DEVICES";
     }
+    if (loader::environment_flag("OAR_VALIDATE", false)) options.validate = true;
     if (auto trace = loader::get_environment("OAR_TRACE")) {
       detail::Tracer::instance().start(*trace);
       tracing_ = true;
     }
+  }
+  // A typo must not hide every device in silence: each entry that means
+  // nothing, or matches no device, is named in a warning.
+  std::vector<std::string> filter_problems;
+  loader::DeviceFilter filter(filter_text, filter_source, &filter_problems);
+  for (const std::string& problem : filter_problems) {
+    detail::log_line(OAR_LOG_LEVEL_WARNING, "core", problem);
   }
   for (loader::Candidate& candidate : loader::discover(options)) {
     PluginRecord record;
@@ -92,12 +83,17 @@ Runtime::Runtime(RuntimeOptions options) {
           properties.memory_kinds &= ~host_visible;
         }
         auto device = std::make_unique<Device>(plugin.get(), i, properties);
-        if (visible(filter, *device)) devices_.push_back(device.get());
+        if (filter.admits(plugin->name(), i)) devices_.push_back(device.get());
         owned_devices_.push_back(std::move(device));
       }
       plugins_.push_back(std::move(plugin));
     }
     records_.push_back(std::move(record));
+  }
+  std::vector<std::string> found;
+  for (const auto& device : owned_devices_) found.push_back(device->name());
+  for (const std::string& warning : filter.unmatched(found)) {
+    detail::log_line(OAR_LOG_LEVEL_WARNING, "core", warning);
   }
 }
 

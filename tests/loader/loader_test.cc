@@ -18,19 +18,14 @@
 #include <string>
 #include <vector>
 
+#include "loader_test_util.h"
 #include "oar/oar.hpp"
 #include "test_plugin.h"
 
-namespace oar {
+namespace oar::loader_test {
 namespace {
 
-namespace fs = std::filesystem;
 using ::testing::HasSubstr;
-
-const std::string kPluginDir = OAR_LOADER_TEST_PLUGIN_DIR;
-const std::string kManifestDir = OAR_LOADER_TEST_MANIFEST_DIR;
-const std::string kCpuManifest = OAR_TEST_CPU_MANIFEST;
-const std::string kCpuLibrary = OAR_TEST_CPU_LIBRARY;
 
 // How a defect reaches the runtime.
 enum class Source {
@@ -50,20 +45,17 @@ struct Defect {
 
 void PrintTo(const Defect& defect, std::ostream* out) { *out << defect.fact; }
 
-std::string built_plugin(const std::string& name) {
-  return kPluginDir + "/liboar_plugin_" + name + ".so";
-}
-std::string built_manifest(const std::string& name) { return kManifestDir + "/" + name + ".json"; }
-
-// A manifest with |plugin_fields| inside "plugin" and |format| as its
-// file_format_version.
-std::string manifest_text(const std::string& plugin_fields, const std::string& format = "1.0.0") {
-  return R"({"file_format_version": ")" + format + R"(", "plugin": {)" + plugin_fields + "}}";
-}
-std::string plugin_fields(const std::string& name, const std::string& library,
-                          const std::string& abi = "1.0") {
-  return R"("name": ")" + name + R"(", "library_path": ")" + library + R"(", "abi_version": ")" +
-         abi + R"(")";
+// The path the runtime is given for |defect|, writing its manifest first.
+std::string place(const ScratchDir& scratch, const Defect& defect) {
+  switch (defect.source) {
+    case Source::kBuilt:
+      return defect.input;
+    case Source::kWritten:
+      return scratch.write(defect.fact + ".json", defect.input);
+    case Source::kAbsent:
+      return (scratch.path() / (defect.fact + ".json")).string();
+  }
+  return {};
 }
 
 const std::vector<Defect>& defects() {
@@ -184,99 +176,37 @@ const std::vector<Defect>& defects() {
        Source::kAbsent,
        "",
        OAR_STATUS_NOT_FOUND,
-       {"cannot read manifest"}},
+       {"cannot read manifest", "no such file"}},
+      // Found by fuzzing (issue 12): the parser's out_of_range escaped and aborted.
+      {"NumberBeyondADoubleIsABadManifest",
+       Source::kWritten,
+       R"({"file_format_version": "1.0.0", "x": 1e999, "plugin": {)" +
+           plugin_fields("cpu", kCpuLibrary) + "}}",
+       OAR_STATUS_INVALID_ARGUMENT,
+       {"bad manifest", "number overflow", "1e999"}},
+      {"RepeatedKeyIsRefusedNotGuessed",
+       Source::kWritten,
+       manifest_text(plugin_fields("cpu", kCpuLibrary) + R"(, "library_path": "/other.so")"),
+       OAR_STATUS_INVALID_ARGUMENT,
+       {"\"plugin.library_path\" appears twice"}},
+      {"NameLongerThan128BytesIsRefused",
+       Source::kWritten,
+       manifest_text(plugin_fields(std::string(100000, 'n'), kCpuLibrary)),
+       OAR_STATUS_INVALID_ARGUMENT,
+       {"\"plugin.name\" is 100000 bytes long", "at most 128"}},
+      {"NameWithControlCharactersIsRefused",
+       Source::kWritten,
+       manifest_text(plugin_fields(R"(cpu\u001b[2J)", kCpuLibrary)),
+       OAR_STATUS_INVALID_ARGUMENT,
+       {"\"plugin.name\" \"cpu\\x1B[2J\"", "control characters"}},
+      // A C string ends at the NUL: dlopen would open "<cpu library>", not the path checked.
+      {"LibraryPathWithANulIsRefused",
+       Source::kWritten,
+       manifest_text(plugin_fields("cpu", kCpuLibrary + R"(\u0000.evil)")),
+       OAR_STATUS_INVALID_ARGUMENT,
+       {"\"plugin.library_path\" contains a NUL character"}},
   };
   return all;
-}
-
-// A fresh folder under the system's temporary folder, removed afterwards.
-class ScratchDir {
- public:
-  ScratchDir() {
-    std::string pattern = (fs::temp_directory_path() / "oar_loader_test_XXXXXX").string();
-    if (mkdtemp(pattern.data()) == nullptr) ADD_FAILURE() << "mkdtemp failed for " << pattern;
-    path_ = pattern;
-  }
-  ~ScratchDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  const fs::path& path() const { return path_; }
-
-  std::string write(const std::string& file, const std::string& text) const {
-    std::string path = (path_ / file).string();
-    std::ofstream(path, std::ios::binary) << text;
-    return path;
-  }
-
-  // The path the runtime is given for |defect|, writing its manifest first.
-  std::string place(const Defect& defect) const {
-    switch (defect.source) {
-      case Source::kBuilt:
-        return defect.input;
-      case Source::kWritten:
-        return write(defect.fact + ".json", defect.input);
-      case Source::kAbsent:
-        return (path_ / (defect.fact + ".json")).string();
-    }
-    return {};
-  }
-
- private:
-  fs::path path_;
-};
-
-// Sets the variables the runtime reads for the duration of a test; the ones a
-// test does not set are unset, and all are restored afterwards.
-class ScopedEnvironment {
- public:
-  ScopedEnvironment() {
-    for (const char* name : kNames) {
-      const char* value = getenv(name);
-      saved_.emplace_back(value != nullptr ? std::optional<std::string>(value) : std::nullopt);
-      unsetenv(name);
-    }
-  }
-  ~ScopedEnvironment() {
-    for (size_t i = 0; i < kNames.size(); ++i) {
-      if (saved_[i]) {
-        setenv(kNames[i], saved_[i]->c_str(), 1);
-      } else {
-        unsetenv(kNames[i]);
-      }
-    }
-  }
-  void set(const char* name, const std::string& value) { setenv(name, value.c_str(), 1); }
-
- private:
-  static constexpr std::array<const char*, 3> kNames = {"OAR_PLUGIN_PATH", "OAR_PLUGINS",
-                                                        "OAR_DEVICES"};
-  std::vector<std::optional<std::string>> saved_;
-};
-
-// Exactly |files|, nothing from the environment or the install prefix.
-RuntimeOptions only(std::vector<std::string> files) {
-  RuntimeOptions options;
-  options.use_environment = false;
-  options.search_install_prefix = false;
-  options.plugin_files = std::move(files);
-  return options;
-}
-
-// Exactly |files|, or what the environment says instead.
-RuntimeOptions with_environment(std::vector<std::string> files) {
-  RuntimeOptions options = only(std::move(files));
-  options.use_environment = true;
-  return options;
-}
-
-// The record of the plugin given to the runtime as |path|.
-const PluginRecord* record_for(const Runtime& runtime, const std::string& path) {
-  for (const PluginRecord& record : runtime.plugins()) {
-    if (record.manifest_path == path) return &record;
-    if (record.manifest_path.empty() && record.library_path == path) return &record;
-  }
-  return nullptr;
 }
 
 void expect_diagnosed(const PluginRecord* record, const Defect& defect) {
@@ -290,24 +220,6 @@ void expect_diagnosed(const PluginRecord* record, const Defect& defect) {
   }
 }
 
-// The cpu plugin loaded and cpu:0 round-trips 1 KiB host -> device -> host.
-void expect_cpu_works(const Runtime& runtime, const std::string& cpu_path = kCpuManifest) {
-  const PluginRecord* cpu = record_for(runtime, cpu_path);
-  ASSERT_NE(cpu, nullptr) << "no record for " << cpu_path;
-  ASSERT_EQ(cpu->state, PluginState::kLoaded) << cpu->reason;
-  EXPECT_EQ(cpu->name, "cpu");
-  ASSERT_GE(cpu->device_count, 1);
-
-  Device& device = runtime.device("cpu:0");
-  std::vector<uint8_t> sent(1024);
-  std::iota(sent.begin(), sent.end(), uint8_t{7});
-  std::vector<uint8_t> received(sent.size(), 0);
-  Buffer buffer = device.allocate(sent.size());
-  device.upload(buffer, 0, sent.data(), sent.size());
-  device.download(received.data(), buffer, 0, received.size());
-  EXPECT_EQ(received, sent);
-}
-
 class BrokenPlugin : public ::testing::TestWithParam<Defect> {
  protected:
   ScratchDir scratch_;
@@ -315,7 +227,7 @@ class BrokenPlugin : public ::testing::TestWithParam<Defect> {
 
 TEST_P(BrokenPlugin, IsSkippedWithItsDiagnosticWhileCpuWorks) {
   const Defect& defect = GetParam();
-  std::string path = scratch_.place(defect);
+  std::string path = place(scratch_, defect);
   Runtime runtime(only({kCpuManifest, path}));
 
   ASSERT_EQ(runtime.plugins().size(), 2u);
@@ -331,7 +243,7 @@ INSTANTIATE_TEST_SUITE_P(Loader, BrokenPlugin, ::testing::ValuesIn(defects()),
 TEST(Loader, EveryBrokenPluginAtOnceGetsItsOwnDiagnosticWhileCpuWorks) {
   ScratchDir scratch;
   std::vector<std::string> files = {kCpuManifest};
-  for (const Defect& defect : defects()) files.push_back(scratch.place(defect));
+  for (const Defect& defect : defects()) files.push_back(place(scratch, defect));
   Runtime runtime(only(files));
 
   ASSERT_EQ(runtime.plugins().size(), files.size());
@@ -360,6 +272,19 @@ TEST(Loader, PureCPluginLoadsWithZeroDevices) {
   EXPECT_EQ(record->device_count, 0);
   EXPECT_EQ(runtime.find_device("c_good"), nullptr);
   expect_cpu_works(runtime);
+}
+
+// A plugin's version and vendor are free text of any length; what the runtime
+// keeps of them is short and printable.
+TEST(Loader, HugeVersionAndVendorStringsAreClipped) {
+  Runtime runtime(only({built_manifest("c_huge_strings")}));
+
+  ASSERT_EQ(runtime.plugins().size(), 1u);
+  const PluginRecord& record = runtime.plugins()[0];
+  ASSERT_EQ(record.state, PluginState::kLoaded) << record.reason;
+  EXPECT_LT(record.version.size(), 300u);
+  EXPECT_THAT(record.version, HasSubstr("vvvv\xE2\x80\xA6("));
+  EXPECT_LT(record.vendor.size(), 300u);
 }
 
 TEST(Loader, LibraryGivenDirectlyLoadsUnderItsTableName) {
@@ -462,4 +387,4 @@ TEST(Loader, DeviceFilterOptionHidesDevicesItDoesNotName) {
 }
 
 }  // namespace
-}  // namespace oar
+}  // namespace oar::loader_test

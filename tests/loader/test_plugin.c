@@ -9,7 +9,10 @@
  * other slot fails with UNIMPLEMENTED. */
 #include "test_plugin.h"
 
+#include <signal.h>
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "oar/plugin.h"
 
@@ -32,8 +35,31 @@ static oar_status_t fail(oar_status_t code, const char* message) {
 extern oar_status_t oar_test_symbol_that_nobody_defines(void);
 #endif
 
+/* Volatile, so that the compiler keeps the crash and the endless loop. */
+#if OAR_TEST_DEFECT == OAR_TEST_DEFECT_SEGV_IN_INIT || \
+    OAR_TEST_DEFECT == OAR_TEST_DEFECT_SEGV_IN_DEVICE_COUNT
+/* Not NULL, so that UndefinedBehaviorSanitizer does not step in first: an
+ * address in the first page, never mapped. */
+static int* volatile g_nowhere = (int*)16;
+#endif
+#if OAR_TEST_DEFECT == OAR_TEST_DEFECT_HANG_IN_INIT
+static volatile int g_forever = 1;
+#endif
+
 static oar_status_t initialize(const oar_host_services_t* host) {
   g_host = host;
+#if OAR_TEST_DEFECT == OAR_TEST_DEFECT_SEGV_IN_INIT
+  *g_nowhere = 1;
+#elif OAR_TEST_DEFECT == OAR_TEST_DEFECT_RAISE_IN_INIT
+  raise(SIGSEGV);
+#elif OAR_TEST_DEFECT == OAR_TEST_DEFECT_ABORT_IN_INIT
+  abort();
+#elif OAR_TEST_DEFECT == OAR_TEST_DEFECT_EXIT_IN_INIT
+  exit(OAR_TEST_EXIT_STATUS);
+#elif OAR_TEST_DEFECT == OAR_TEST_DEFECT_HANG_IN_INIT
+  while (g_forever) {
+  }
+#endif
 #if OAR_TEST_DEFECT == OAR_TEST_DEFECT_UNDEFINED_SYMBOL
   return oar_test_symbol_that_nobody_defines();
 #elif OAR_TEST_DEFECT == OAR_TEST_DEFECT_INIT_FAILS
@@ -50,6 +76,9 @@ static oar_status_t finalize(void) {
 
 static oar_status_t device_count(int32_t* out_count) {
   if (out_count == NULL) return fail(OAR_STATUS_INVALID_ARGUMENT, "out_count is NULL");
+#if OAR_TEST_DEFECT == OAR_TEST_DEFECT_SEGV_IN_DEVICE_COUNT
+  *g_nowhere = 2;
+#endif
   *out_count = 0;
   return OAR_STATUS_OK;
 }
@@ -106,13 +135,24 @@ STUB(memory_fill, oar_stream_t stream, oar_memory_t dst, uint64_t dst_offset, ui
 #define TABLE_ABI_MAJOR OAR_ABI_MAJOR
 #endif
 
+#if OAR_TEST_DEFECT == OAR_TEST_DEFECT_HUGE_STRINGS
+/* Filled by oar_plugin_query: 1 MiB of 'v' and of 'w', each ending in a NUL. */
+static char g_huge_version[1 << 20];
+static char g_huge_vendor[1 << 20];
+#define TABLE_VERSION g_huge_version
+#define TABLE_VENDOR g_huge_vendor
+#else
+#define TABLE_VERSION "0.0.1"
+#define TABLE_VENDOR "OAR loader tests"
+#endif
+
 static const oar_plugin_api_t kTable = {
     .struct_size = TABLE_SIZE,
     .abi_major = TABLE_ABI_MAJOR,
     .abi_minor = OAR_ABI_MINOR,
     .name = OAR_TEST_PLUGIN_NAME,
-    .version = "0.0.1",
-    .vendor = "OAR loader tests",
+    .version = TABLE_VERSION,
+    .vendor = TABLE_VENDOR,
     .initialize = initialize,
     .finalize = finalize,
     .device_count = device_count,
@@ -148,5 +188,9 @@ __attribute__((visibility("default"))) const oar_plugin_api_t* ENTRY_POINT(
     uint32_t host_abi_major, uint32_t host_abi_minor) {
   (void)host_abi_minor;
   if (OAR_TEST_DEFECT == OAR_TEST_DEFECT_QUERY_NULL) return NULL;
+#if OAR_TEST_DEFECT == OAR_TEST_DEFECT_HUGE_STRINGS
+  memset(g_huge_version, 'v', sizeof(g_huge_version) - 1);
+  memset(g_huge_vendor, 'w', sizeof(g_huge_vendor) - 1);
+#endif
   return host_abi_major == OAR_ABI_MAJOR ? &kTable : NULL;
 }

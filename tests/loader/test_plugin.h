@@ -22,6 +22,25 @@
 /* oar_plugin_query returns NULL. */
 #define OAR_TEST_DEFECT_QUERY_NULL 8
 
+/* initialize writes to an unmapped address (SIGSEGV). */
+#define OAR_TEST_DEFECT_SEGV_IN_INIT 9
+/* initialize calls raise(SIGSEGV): a signal handler that returns (LLVM's,
+ * once PoCL or Mesa loaded it) lets it carry on. */
+#define OAR_TEST_DEFECT_RAISE_IN_INIT 10
+/* initialize calls abort(). */
+#define OAR_TEST_DEFECT_ABORT_IN_INIT 11
+/* initialize calls exit(3). */
+#define OAR_TEST_DEFECT_EXIT_IN_INIT 12
+/* initialize never returns. */
+#define OAR_TEST_DEFECT_HANG_IN_INIT 13
+/* device_count writes to an unmapped address. */
+#define OAR_TEST_DEFECT_SEGV_IN_DEVICE_COUNT 14
+/* The table's version and vendor strings are 1 MiB long. */
+#define OAR_TEST_DEFECT_HUGE_STRINGS 15
+
+/* The exit status of the EXIT_IN_INIT build. */
+#define OAR_TEST_EXIT_STATUS 3
+
 /* What the initialize of the INIT_FAILS build reports; the test looks for it in the reason. */
 #define OAR_TEST_INIT_MESSAGE "the test driver refuses to start (OAR_TEST_DEFECT_INIT_FAILS)"
 
