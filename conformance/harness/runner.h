@@ -95,8 +95,8 @@ class TargetError : public std::runtime_error {
 };
 
 // How fast the device answers, measured by probe() in its child (the fastest
-// of two timed runs after a warm-up, or the warm-up alone when it took 50 ms
-// or more).
+// of a warm-up and two timed runs; of a warm-up and one when the warm-up took
+// 50 ms or more).
 struct DeviceSpeed {
   // A 4-byte host-to-device copy and a stream synchronize, in milliseconds;
   // negative when it could not be measured.
