@@ -207,9 +207,8 @@ class AllocatorImpl {
       Status status = new_segment(small, rounded, &block);
       if (status.code() == OAR_STATUS_RESOURCE_EXHAUSTED) {
         // Out of memory: wait for blocks on their way back, then give back the cache.
-        // An event error leaves its blocks pending; they are simply not available now.
         if (!pending_.empty()) {
-          (void)synchronize_pending();
+          synchronize_pending();
           block = find_free(pool, small, key, rounded);
           from_cache = block != nullptr;
         }
@@ -258,7 +257,7 @@ class AllocatorImpl {
       void* event = nullptr;
       // A stream that cannot record an event has failed: its work will not run.
       if (!backend_.record_event(stream, &event).ok()) continue;
-      pending_.push_back(PendingEvent{event, {block}});
+      pending_.push_back(PendingEvent{event, stream, {block}});
       ++block->pending_events_;
     }
     block->stream_uses_.clear();
@@ -279,6 +278,17 @@ class AllocatorImpl {
   void forget_stream(void* stream) {
     std::lock_guard<std::mutex> lock(mu_);
     const uintptr_t key = key_of_stream(stream);
+    // Events recorded on it are done (or failed with it): its work has ended.
+    size_t kept = 0;
+    for (size_t i = 0; i < pending_.size(); ++i) {
+      if (pending_[i].stream == stream) {
+        complete(pending_[i]);
+        continue;
+      }
+      if (kept != i) pending_[kept] = std::move(pending_[i]);
+      ++kept;
+    }
+    pending_.resize(kept);
     for (Segment& segment : segments_) {
       for (Block* block = segment.first; block != nullptr; block = block->next_) {
         auto& uses = block->stream_uses_;
@@ -300,9 +310,9 @@ class AllocatorImpl {
 
   Status empty_cache() {
     std::lock_guard<std::mutex> lock(mu_);
-    Status status = synchronize_pending();
+    synchronize_pending();
     release_free_segments();
-    return status;
+    return Status();
   }
 
   AllocatorStats stats() const {
@@ -357,9 +367,11 @@ class AllocatorImpl {
   using SegmentList = bi::list<Segment, bi::member_hook<Segment, SegmentHook, &Segment::hook>,
                                bi::constant_time_size<false>>;
 
-  // An event and the blocks that become free when it is done.
+  // An event, the stream it was recorded on, and the blocks that become free
+  // when it is done.
   struct PendingEvent {
     void* event;
+    void* stream;
     std::vector<Block*> blocks;
   };
 
@@ -487,7 +499,8 @@ class AllocatorImpl {
         block->pending_events_ = 1;
         block->key_after_pending_ = kAnyStream;
       }
-      pending_.push_back(PendingEvent{event, std::move(candidates)});
+      pending_.push_back(
+          PendingEvent{event, reinterpret_cast<void*>(other), std::move(candidates)});
       moved = true;
     }
     return moved;
@@ -500,12 +513,21 @@ class AllocatorImpl {
     }
   }
 
-  // Frees the blocks of every pending event that is done; keeps the rest.
+  // Frees the blocks of every pending event that is done; keeps the rest. An
+  // event that reports an error belongs to a stream that failed: its work up
+  // to the event has ended (the failed state skips the rest), so nothing can
+  // still write those blocks. The allocator waits for the event once more (a
+  // plugin that reports the error early has then drained it too) and frees
+  // them; the error itself is the stream's to report, not the allocator's.
   void process_events() {
     size_t kept = 0;
     for (size_t i = 0; i < pending_.size(); ++i) {
       bool done = false;
-      if (backend_.query_event(pending_[i].event, &done).ok() && done) {
+      if (!backend_.query_event(pending_[i].event, &done).ok()) {
+        (void)backend_.synchronize_event(pending_[i].event);
+        done = true;
+      }
+      if (done) {
         complete(pending_[i]);
       } else {
         if (kept != i) pending_[kept] = std::move(pending_[i]);
@@ -515,22 +537,13 @@ class AllocatorImpl {
     pending_.resize(kept);
   }
 
-  // Waits for every pending event. Errors: the first failure; its blocks stay pending.
-  Status synchronize_pending() {
-    Status first_error;
-    size_t kept = 0;
-    for (size_t i = 0; i < pending_.size(); ++i) {
-      Status status = backend_.synchronize_event(pending_[i].event);
-      if (status.ok()) {
-        complete(pending_[i]);
-        continue;
-      }
-      if (first_error.ok()) first_error = status;
-      if (kept != i) pending_[kept] = std::move(pending_[i]);
-      ++kept;
+  // Waits for every pending event, a failed one included (see process_events).
+  void synchronize_pending() {
+    for (PendingEvent& pending : pending_) {
+      (void)backend_.synchronize_event(pending.event);
+      complete(pending);
     }
-    pending_.resize(kept);
-    return first_error;
+    pending_.clear();
   }
 
   Status new_segment(bool small, size_t rounded, Block** out_block) {

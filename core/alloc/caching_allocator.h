@@ -6,7 +6,8 @@
 // so it works alike for real pointers and for opaque objects such as an OpenCL cl_mem.
 //
 // Reuse is stream-ordered: a block freed on stream S is reusable at once by allocations on S;
-// another stream T takes it only after an event recorded on S reports that S's work is done.
+// another stream T takes it only after an event recorded on S reports that S's work is done, or
+// reports S's error (a failed stream runs no more work), or S is destroyed.
 // Tunable through a config string (OAR_ALLOC_CONF), see AllocatorConfig.
 //
 // Threading: every CachingAllocator member is thread-safe (one internal mutex), except the
@@ -138,11 +139,13 @@ class CachingAllocator {
   void record_stream(Block* block, void* stream);
   // Tells the allocator that |stream| was destroyed after its work completed:
   // blocks kept for it (free, pending, or still allocated and freed later)
-  // become reusable by any stream, and it drops out of record_stream lists, so
-  // no event is ever recorded on a dead stream.
+  // become reusable by any stream, events recorded on it are released as
+  // done, and it drops out of record_stream lists, so no event is ever
+  // recorded on a dead stream.
   void forget_stream(void* stream);
   // Waits for pending events, then releases every fully free segment to the backend.
-  // Errors: the first event error; blocks waiting on that event stay cached.
+  // Always OK: an event that reports its stream's error counts as done (the
+  // failed stream's work has ended), and that error is the stream's to report.
   Status empty_cache();
 
   AllocatorStats stats() const;

@@ -10,6 +10,7 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -76,6 +77,8 @@ class FakeBackend : public AllocatorBackend {
     std::lock_guard<std::mutex> lock(mu_);
     ++query_calls_;
     const Event& e = events_.at(reinterpret_cast<uintptr_t>(event));
+    // A failed stream's events report its error, as P14 demands, never "done".
+    if (failed_.count(e.stream) != 0) return Status(OAR_STATUS_INTERNAL, "injected stream fault");
     *out_done = finished_[e.stream] >= e.sequence;
     return Status();
   }
@@ -83,6 +86,7 @@ class FakeBackend : public AllocatorBackend {
     std::lock_guard<std::mutex> lock(mu_);
     ++synchronize_calls_;
     const Event& e = events_.at(reinterpret_cast<uintptr_t>(event));
+    if (failed_.count(e.stream) != 0) return Status(OAR_STATUS_INTERNAL, "injected stream fault");
     finished_[e.stream] = std::max(finished_[e.stream], e.sequence);
     return Status();
   }
@@ -95,6 +99,11 @@ class FakeBackend : public AllocatorBackend {
   void finish(void* stream) {
     std::lock_guard<std::mutex> lock(mu_);
     finished_[stream] = recorded_[stream];
+  }
+  // Puts |stream| into the failed state: its events report an error from now on.
+  void fail_stream(void* stream) {
+    std::lock_guard<std::mutex> lock(mu_);
+    failed_.insert(stream);
   }
   void fail_next_allocate(oar_status_t code) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -135,6 +144,7 @@ class FakeBackend : public AllocatorBackend {
   std::map<uintptr_t, Event> events_;
   std::map<void*, uint64_t> recorded_;
   std::map<void*, uint64_t> finished_;
+  std::set<void*> failed_;
   std::vector<size_t> allocation_sizes_;
   int allocate_calls_ = 0;
   int deallocate_calls_ = 0;
@@ -433,6 +443,68 @@ TEST(CachingAllocatorTest, ForgottenStreamLeavesRecordStreamLists) {
   Block* b = must_allocate(allocator, 4 * kMiB, kS1);
   EXPECT_EQ(backend.allocate_calls(), 1);
   allocator.free(b);
+}
+
+// --- A stream that failed ---------------------------------------------------------------------
+// Its events report the error instead of "done", but its work has ended (the
+// failed state skips the rest): nothing can still write its memory.
+
+TEST(CachingAllocatorTest, BlocksOfAFailedStreamBecomeReusableByOtherStreams) {
+  FakeBackend backend;
+  CachingAllocator allocator(backend);
+  Block* a = must_allocate(allocator, 4 * kMiB, kS1);
+  void* a_memory = a->memory();
+  allocator.free(a);
+  Block* b = must_allocate(allocator, 4 * kMiB, kS2);  // a waits on an event on kS1
+  allocator.free(b);
+  backend.fail_stream(kS1);
+  Block* c = must_allocate(allocator, 4 * kMiB, kS3);
+  EXPECT_EQ(c->memory(), a_memory) << "a failed stream pinned its memory";
+  EXPECT_EQ(backend.allocate_calls(), 2);
+  EXPECT_EQ(backend.live_events(), 0u);
+  allocator.free(c);
+}
+
+TEST(CachingAllocatorTest, FailedStreamDoesNotGrowTheCacheUnderRepeatedCrossStreamUse) {
+  FakeBackend backend;
+  CachingAllocator allocator(backend);
+  backend.fail_stream(kS1);
+  for (int i = 0; i < 100; ++i) {
+    allocator.free(must_allocate(allocator, 4 * kMiB, kS1));
+    allocator.free(must_allocate(allocator, 4 * kMiB, kS2));
+    backend.finish(kS2);  // the healthy stream's work is done
+  }
+  EXPECT_LE(allocator.stats().segment_count, 2u);
+  EXPECT_EQ(backend.live_events(), 0u);
+}
+
+TEST(CachingAllocatorTest, EmptyCacheAfterAStreamFailedReleasesItsMemoryWithoutError) {
+  FakeBackend backend;
+  CachingAllocator allocator(backend);
+  Block* a = must_allocate(allocator, 4 * kMiB, kS1);
+  allocator.record_stream(a, kS2);
+  backend.fail_stream(kS2);
+  allocator.free(a);  // pending on an event of the failed kS2
+  Status status = allocator.empty_cache();
+  EXPECT_TRUE(status.ok()) << "empty_cache rethrew a stream's error: " << status.to_string();
+  EXPECT_EQ(allocator.stats().reserved_bytes, 0u);
+  EXPECT_EQ(backend.live_allocations(), 0u);
+}
+
+TEST(CachingAllocatorTest, ForgettingAStreamCompletesTheEventsRecordedOnIt) {
+  FakeBackend backend;
+  CachingAllocator allocator(backend);
+  Block* a = must_allocate(allocator, 4 * kMiB, kS1);
+  void* a_memory = a->memory();
+  allocator.free(a);
+  Block* b = must_allocate(allocator, 4 * kMiB, kS2);  // a waits on an event on kS1
+  allocator.free(b);
+  allocator.forget_stream(kS1);  // kS1 was drained (its work ended) and destroyed
+  EXPECT_EQ(backend.live_events(), 0u) << "an event of a destroyed stream stayed pending";
+  Block* c = must_allocate(allocator, 4 * kMiB, kS3);
+  EXPECT_EQ(c->memory(), a_memory);
+  EXPECT_EQ(backend.allocate_calls(), 2);
+  allocator.free(c);
 }
 
 TEST(CachingAllocatorTest, OutOfMemorySynchronizesPendingEventsBeforeFailing) {
