@@ -23,7 +23,8 @@ struct FaultConfig {
 };
 
 // Parses OAR_SIM_FAULTS strictly; throws oar::sdk::Error (INVALID_ARGUMENT)
-// on an unknown key, a bad number or a probability outside [0, 1].
+// on an unknown or repeated key, a bad number, a probability outside [0, 1]
+// or a device index beyond int32.
 FaultConfig parse_faults(const std::string& text);
 
 // The fault state of one device. Thread-safe.
@@ -38,6 +39,9 @@ class FaultInjector {
   // lost" after lost_after operations, INTERNAL for a kernel fault, DATA_LOSS
   // for a copy fault.
   void on_operation(bool is_kernel, bool is_copy);
+  // Throws UNAVAILABLE "device lost" once the device is lost: nothing new
+  // (a stream, an event) starts on a lost device.
+  void check_not_lost();
 
  private:
   bool draw(double probability);  // with mutex_ held

@@ -9,28 +9,11 @@
 #include <string>
 #include <thread>
 
+#include "settings.h"
 #include "sim.h"
 
 namespace oar::sim {
 namespace {
-
-std::string environment(const char* name) {
-  const char* value = secure_getenv(name);
-  return value == nullptr ? std::string() : std::string(value);
-}
-
-// A non-negative number from |name|, 0 when unset; anything else fails.
-double environment_number(const char* name) {
-  std::string text = environment(name);
-  if (text.empty()) return 0;
-  errno = 0;
-  char* end = nullptr;
-  double value = std::strtod(text.c_str(), &end);
-  oar::sdk::require(errno == 0 && end == text.c_str() + text.size() && value >= 0,
-                    OAR_STATUS_INVALID_ARGUMENT,
-                    std::string(name) + "=\"" + text + "\" is not a non-negative number");
-  return value;
-}
 
 uint64_t page_size() {
   static const uint64_t size = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
@@ -101,11 +84,10 @@ void Protector::leave() {
 }
 
 SimPlugin::SimPlugin()
-    : CpuPlugin("oar-sim-s"), profile_(make_profile(environment("OAR_SIM_PROFILE"))) {
+    : CpuPlugin("oar-sim-s"),
+      profile_(make_profile(environment("OAR_SIM_PROFILE"))),
+      timing_(parse_timing(environment("OAR_SIM_COPY_GBPS"), environment("OAR_SIM_LAUNCH_US"))) {
   FaultConfig faults = parse_faults(environment("OAR_SIM_FAULTS"));
-  double gbps = environment_number("OAR_SIM_COPY_GBPS");
-  copy_bytes_per_ns_ = gbps;  // 1 GB/s is 1 byte per ns
-  launch_ns_ = static_cast<uint64_t>(environment_number("OAR_SIM_LAUNCH_US") * 1000.0);
   properties_ = profile_.properties;
   device_count_ = profile_.devices;
   for (int32_t i = 0; i < device_count_; ++i) {
@@ -162,9 +144,8 @@ oar::sdk::TaskWrapper SimPlugin::task_wrapper(oar_device_t device) {
     }
     state->faults.on_operation(info.kind == Kind::kKernel, info.kind == Kind::kCopy);
     uint64_t modelled_ns = 0;
-    if (info.kind == Kind::kKernel) modelled_ns = launch_ns_;
-    if (info.kind == Kind::kCopy && copy_bytes_per_ns_ > 0)
-      modelled_ns = static_cast<uint64_t>(double(info.bytes) / copy_bytes_per_ns_);
+    if (info.kind == Kind::kKernel) modelled_ns = timing_.launch_ns;
+    if (info.kind == Kind::kCopy) modelled_ns = timing_.copy_ns(info.bytes);
     auto start = std::chrono::steady_clock::now();
     {
       Accessible accessible(protector_);
@@ -173,6 +154,69 @@ oar::sdk::TaskWrapper SimPlugin::task_wrapper(oar_device_t device) {
     if (modelled_ns > 0)
       std::this_thread::sleep_until(start + std::chrono::nanoseconds(modelled_ns));
   };
+}
+
+void SimPlugin::stream_create(oar_device_t device, const oar_stream_desc_t* desc,
+                              oar_stream_t* out_stream) {
+  oar::cpu::require_not_null(device, "device");
+  states_.at(device->index)->faults.check_not_lost();
+  QueueStreams::stream_create(device, desc, out_stream);
+}
+
+void SimPlugin::event_create(oar_device_t device, uint32_t flags, oar_event_t* out_event) {
+  oar::cpu::require_not_null(device, "device");
+  states_.at(device->index)->faults.check_not_lost();
+  QueueStreams::event_create(device, flags, out_event);
+}
+
+void SimPlugin::register_kernels(const oar_kernel_registrar_t* registrar) {
+  oar::cpu::require_not_null(registrar, "registrar");
+  // The cpu kernels register through this registrar, which puts the check of
+  // every tensor's memory in front of each of them.
+  oar_kernel_registrar_t checking = *registrar;
+  checking.context = this;
+  checking.register_kernel = &SimPlugin::register_checked;
+  outer_registrar_ = registrar;
+  CpuPlugin::register_kernels(&checking);
+  outer_registrar_ = nullptr;
+}
+
+oar_status_t SimPlugin::register_checked(void* context, const oar_kernel_def_t* def) {
+  return oar::sdk::guard([&] {
+    auto* self = static_cast<SimPlugin*>(context);
+    self->checked_kernels_.push_back(CheckedKernel{self, def->fn, def->user_data, def->op_name});
+    oar_kernel_def_t checked = *def;
+    checked.fn = &SimPlugin::run_checked_kernel;
+    checked.user_data = &self->checked_kernels_.back();
+    const oar_kernel_registrar_t* outer = self->outer_registrar_;
+    return outer->register_kernel(outer->context, &checked);
+  });
+}
+
+oar_status_t SimPlugin::run_checked_kernel(const oar_kernel_call_t* call) {
+  const auto* kernel = static_cast<const CheckedKernel*>(call->user_data);
+  oar_status_t checked = oar::sdk::guard([&] {
+    auto check = [&](const DLTensor& tensor, const char* what, size_t index) {
+      for (int32_t d = 0; d < tensor.ndim; ++d) {
+        if (tensor.shape != nullptr && tensor.shape[d] == 0) return;  // nothing is touched
+      }
+      oar::cpu::AllocationTable::Allocation allocation{};
+      bool known = kernel->plugin->allocations_.find(tensor.data, &allocation);
+      oar::sdk::require(known, OAR_STATUS_INVALID_ARGUMENT,
+                        kernel->op + ": " + what + " " + std::to_string(index) +
+                            " is not sim device memory (host memory passed as device memory?)");
+      oar::sdk::require(allocation.device == call->device, OAR_STATUS_INVALID_ARGUMENT,
+                        kernel->op + ": " + what + " " + std::to_string(index) +
+                            " is memory of sim device " + std::to_string(allocation.device->index) +
+                            ", not of device " + std::to_string(call->device->index));
+    };
+    for (size_t i = 0; i < call->num_inputs; ++i) check(call->inputs[i], "input", i);
+    for (size_t i = 0; i < call->num_outputs; ++i) check(call->outputs[i], "output", i);
+  });
+  if (checked != OAR_STATUS_OK) return checked;
+  oar_kernel_call_t original = *call;
+  original.user_data = kernel->user_data;
+  return kernel->fn(&original);
 }
 
 void SimPlugin::require_device_memory(const void* memory, int32_t index, const char* what) const {

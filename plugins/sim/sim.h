@@ -11,6 +11,7 @@
 #pragma once
 
 #include <atomic>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -19,6 +20,7 @@
 #include "cpu.h"
 #include "faults.h"
 #include "profile.h"
+#include "settings.h"
 
 namespace oar::sim {
 
@@ -70,6 +72,13 @@ class SimPlugin : public oar::cpu::CpuPlugin {
                         uint64_t size);
   void memory_fill(oar_stream_t stream, oar_memory_t dst, uint64_t dst_offset, uint8_t value,
                    uint64_t size);
+  // Refused with UNAVAILABLE once the device is lost (OAR_SIM_FAULTS lost_after).
+  void stream_create(oar_device_t device, const oar_stream_desc_t* desc, oar_stream_t* out_stream);
+  void event_create(oar_device_t device, uint32_t flags, oar_event_t* out_event);
+  // The cpu kernels, each behind a check that every tensor it is given is
+  // memory of the call's sim device: a cpu kernel would read and write a host
+  // pointer passed as device memory as if it were.
+  void register_kernels(const oar_kernel_registrar_t* registrar);
 
  protected:
   void* allocate_bytes(oar_device_s* device, uint64_t size) override;
@@ -83,9 +92,20 @@ class SimPlugin : public oar::cpu::CpuPlugin {
   // Throws INVALID_ARGUMENT if host |pointer| lies in device memory.
   void require_host_memory(const void* pointer, const char* what) const;
 
+  // A cpu kernel registered behind the memory check.
+  struct CheckedKernel {
+    SimPlugin* plugin;
+    oar_kernel_fn fn;
+    void* user_data;
+    std::string op;
+  };
+  static oar_status_t register_checked(void* context, const oar_kernel_def_t* def);
+  static oar_status_t run_checked_kernel(const oar_kernel_call_t* call);
+
   Profile profile_;
-  double copy_bytes_per_ns_ = 0;  // 0: copies take no modelled time
-  uint64_t launch_ns_ = 0;
+  Timing timing_;
+  std::deque<CheckedKernel> checked_kernels_;                // stable addresses: they are user_data
+  const oar_kernel_registrar_t* outer_registrar_ = nullptr;  // during register_kernels
   Protector protector_;
   std::vector<std::unique_ptr<DeviceState>> states_;  // by device index
 };

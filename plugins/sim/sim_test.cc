@@ -266,10 +266,10 @@ TEST(SimTest, DeviceLostAfterNOperations) {
   std::string message = message_of([&] { stream.synchronize(); });
   EXPECT_NE(message.find("device lost"), std::string::npos) << message;
   EXPECT_EQ(status_of([&] { stream.synchronize(); }), OAR_STATUS_UNAVAILABLE);
-  // Later streams of the lost device fail too, as does allocation.
-  Stream fresh = device.create_stream();
-  fresh.fill(buffer, 0, 1, 64);
-  EXPECT_EQ(status_of([&] { fresh.synchronize(); }), OAR_STATUS_UNAVAILABLE);
+  // Nothing new starts on the lost device: no stream, no event (issue 12: a
+  // new stream reported success), no allocation.
+  EXPECT_EQ(status_of([&] { device.create_stream(); }), OAR_STATUS_UNAVAILABLE);
+  EXPECT_EQ(status_of([&] { device.create_event(0); }), OAR_STATUS_UNAVAILABLE);
   EXPECT_EQ(status_of([&] { device.allocate_uncached(64); }), OAR_STATUS_UNAVAILABLE);
   // The other device works.
   Device& second = *runtime->devices()[1];
@@ -279,10 +279,72 @@ TEST(SimTest, DeviceLostAfterNOperations) {
 }
 
 TEST(SimTest, BadFaultSpecificationFailsToInitialize) {
-  auto runtime = make_runtime("gpu", "kernel:2");
-  EXPECT_TRUE(runtime->devices().empty());
-  runtime = make_runtime("gpu", "sparks:0.5");
-  EXPECT_TRUE(runtime->devices().empty());
+  // device:4294967296 meant device 0 (its low 31 bits); a repeated key was
+  // taken silently (issue 12).
+  for (const char* faults : {"kernel:2", "sparks:0.5", "device:4294967296", "seed:1,seed:2",
+                             "alloc:0.1,alloc:0.2", "kernel:nan", "copy: 0.5", "lost_after:-1"}) {
+    auto runtime = make_runtime("gpu", faults);
+    EXPECT_TRUE(runtime->devices().empty()) << "OAR_SIM_FAULTS=" << faults;
+    ASSERT_EQ(runtime->plugins().size(), 1u);
+    EXPECT_EQ(runtime->plugins()[0].code, OAR_STATUS_INVALID_ARGUMENT) << faults;
+    EXPECT_NE(runtime->plugins()[0].reason.find("OAR_SIM_FAULTS"), std::string::npos)
+        << runtime->plugins()[0].reason;
+  }
+  auto runtime = make_runtime("gpu", "device:1,seed:7,alloc:0");
+  EXPECT_EQ(runtime->devices().size(), 2u);
+}
+
+// OAR_SIM_COPY_GBPS=1e-300 and OAR_SIM_LAUNCH_US=1e300 meant "unlimited"
+// through an undefined float-to-integer conversion (issue 12): a value out
+// of range is refused by name.
+TEST(SimTest, ModelledTimesOutOfRangeFailToInitialize) {
+  struct Case {
+    const char* variable;
+    const char* value;
+  };
+  for (Case c : {Case{"OAR_SIM_COPY_GBPS", "1e-300"}, Case{"OAR_SIM_COPY_GBPS", "inf"},
+                 Case{"OAR_SIM_COPY_GBPS", "-1"}, Case{"OAR_SIM_LAUNCH_US", "1e300"},
+                 Case{"OAR_SIM_LAUNCH_US", "nan"}, Case{"OAR_SIM_LAUNCH_US", " 5"}}) {
+    setenv(c.variable, c.value, 1);
+    auto runtime = make_runtime("gpu");
+    unsetenv(c.variable);
+    EXPECT_TRUE(runtime->devices().empty()) << c.variable << "=" << c.value;
+    ASSERT_EQ(runtime->plugins().size(), 1u);
+    EXPECT_NE(runtime->plugins()[0].reason.find(c.variable), std::string::npos)
+        << runtime->plugins()[0].reason;
+  }
+  setenv("OAR_SIM_COPY_GBPS", "1e-6", 1);  // the slowest copy model there is
+  auto runtime = make_runtime("gpu");
+  unsetenv("OAR_SIM_COPY_GBPS");
+  EXPECT_EQ(runtime->devices().size(), 2u);
+}
+
+// Host memory imported as if it were sim device memory: the cpu kernel under
+// the sim would read and write it as device memory (issue 12).
+TEST(SimTest, KernelRefusesHostMemoryPassedAsDeviceMemory) {
+  auto runtime = make_runtime("gpu");
+  Device& device = *runtime->devices()[0];
+  Stream stream = device.create_stream();
+  static std::vector<float> host(16, 1.0f);
+  static int64_t shape[1] = {16};
+  auto* managed = new DLManagedTensor{};
+  managed->dl_tensor.data = host.data();
+  managed->dl_tensor.device = device.dlpack_device();
+  managed->dl_tensor.ndim = 1;
+  managed->dl_tensor.dtype = DLDataType{kDLFloat, 32, 1};
+  managed->dl_tensor.shape = shape;
+  managed->deleter = [](DLManagedTensor* self) { delete self; };
+  Tensor imported = Tensor::from_dlpack(*runtime, managed);
+  Tensor device_tensor = upload(device, stream, iota(16, 0));
+
+  std::string message = message_of([&] { oar::ops::add(stream, imported, device_tensor); });
+  EXPECT_NE(message.find("input 0 is not sim device memory"), std::string::npos) << message;
+  message = message_of([&] { oar::ops::add(stream, device_tensor, imported); });
+  EXPECT_NE(message.find("input 1 is not sim device memory"), std::string::npos) << message;
+  // Memory of the device itself still works.
+  std::vector<float> twice(16);
+  for (size_t i = 0; i < twice.size(); ++i) twice[i] = 2.0f * float(i);
+  EXPECT_EQ(download(stream, oar::ops::add(stream, device_tensor, device_tensor)), twice);
 }
 
 TEST(SimTest, PeerCopyBetweenGpuDevicesRoundTrips) {
