@@ -61,8 +61,14 @@ void Buffer::release() noexcept {
   imported_ = nullptr;
 }
 
+Device& Buffer::device() const {
+  if (device_ == nullptr)
+    detail::throw_empty_object("Buffer::device", "buffer", released_by_runtime());
+  return *device_;
+}
+
 void* Buffer::host_address() const {
-  if (!valid()) throw Error(OAR_STATUS_INVALID_ARGUMENT, "host_address of an empty buffer");
+  if (!valid()) detail::throw_empty_object("Buffer::host_address", "buffer", released_by_runtime());
   if (kind_ == OAR_MEMORY_KIND_DEVICE || device_->api().memory_host_address == nullptr) {
     throw Error(OAR_STATUS_INVALID_ARGUMENT,
                 "host_address: the buffer is device memory; allocate HOST_PINNED or UNIFIED "
@@ -76,7 +82,13 @@ void* Buffer::host_address() const {
 }
 
 void Buffer::record_stream(Stream& stream) {
-  if (owner_ == Owner::kCached) device_->record_block_stream(block_, stream);
+  Device& device = this->device();
+  if (&stream.device() != &device) {
+    throw Error(OAR_STATUS_INVALID_ARGUMENT, "Buffer::record_stream: the buffer is on " +
+                                                 device.name() + ", the stream on " +
+                                                 stream.device().name());
+  }
+  if (owner_ == Owner::kCached) device.record_block_stream(block_, stream);
 }
 
 }  // namespace oar

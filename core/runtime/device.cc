@@ -84,8 +84,8 @@ alloc::AllocatorConfig allocator_config(const Device& device) {
   alloc::AllocatorConfig config;
   if (text) {
     auto parsed = alloc::AllocatorConfig::parse(*text);
-    if (!parsed.ok())
-      throw Error(parsed.status().code(), "OAR_ALLOC_CONF: " + parsed.status().message());
+    // The parser's messages name OAR_ALLOC_CONF already.
+    if (!parsed.ok()) throw Error(parsed.status().code(), parsed.status().message());
     config = parsed.value();
   }
   if (device.properties().min_alignment > config.alignment) {
@@ -110,7 +110,7 @@ const std::string& Device::plugin_name() const { return plugin_->name(); }
 
 oar_device_t Device::open() {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (closed_) throw Error(OAR_STATUS_FAILED_PRECONDITION, name_ + " is closed", plugin_->name());
+  check_open("opening the device");
   oar_device_t handle = handle_.load(std::memory_order_relaxed);
   if (handle != nullptr) return handle;
   plugin_->check(api_->device_open(index_, &handle), "device_open");
@@ -118,10 +118,23 @@ oar_device_t Device::open() {
   return handle;
 }
 
+void Device::check_open(const char* operation) const {
+  if (closed_.load(std::memory_order_acquire)) {
+    throw Error(OAR_STATUS_FAILED_PRECONDITION,
+                std::string(operation) + ": " + name_ +
+                    " is closed (its runtime was destroyed or is being destroyed)",
+                plugin_->name());
+  }
+}
+
 Stream& Device::default_stream() {
-  std::call_once(default_stream_once_,
-                 [&] { default_stream_ = std::make_unique<Stream>(create_stream()); });
-  return *default_stream_;
+  if (Stream* stream = default_stream_.load(std::memory_order_acquire)) return *stream;
+  std::lock_guard<std::mutex> lock(create_mutex_);
+  check_open("default_stream");
+  if (Stream* stream = default_stream_.load(std::memory_order_relaxed)) return *stream;
+  default_stream_owner_ = std::make_unique<Stream>(create_stream());
+  default_stream_.store(default_stream_owner_.get(), std::memory_order_release);
+  return *default_stream_owner_;
 }
 
 Stream Device::create_stream(int32_t priority) {
@@ -146,16 +159,24 @@ Event Device::create_event(uint32_t flags) {
   return Event(this, event);
 }
 
+detail::DeviceMemory& Device::memory_or_create() {
+  if (detail::DeviceMemory* memory = this->memory()) return *memory;
+  std::lock_guard<std::mutex> lock(create_mutex_);
+  check_open("allocate");
+  if (detail::DeviceMemory* memory = memory_.load(std::memory_order_relaxed)) return *memory;
+  memory_owner_ = std::make_unique<detail::DeviceMemory>(this, detail::allocator_config(*this));
+  memory_.store(memory_owner_.get(), std::memory_order_release);
+  return *memory_owner_;
+}
+
 Buffer Device::allocate(uint64_t size, Stream* stream) {
   if (stream == nullptr) stream = &default_stream();
   if (&stream->device() != this) {
     throw Error(OAR_STATUS_INVALID_ARGUMENT,
                 "allocate on " + name_ + " with a stream of " + stream->device().name());
   }
-  std::call_once(memory_once_, [&] {
-    memory_ = std::make_unique<detail::DeviceMemory>(this, detail::allocator_config(*this));
-  });
-  auto block = memory_->allocator.allocate(size, stream->handle());
+  detail::DeviceMemory& memory = memory_or_create();
+  auto block = memory.allocator.allocate(size, stream->handle());
   if (!block.ok()) throw Error(block.status().code(), block.status().message(), plugin_->name());
   Buffer buffer;
   buffer.device_ = this;
@@ -189,30 +210,34 @@ Buffer Device::allocate_uncached(uint64_t size, uint32_t kind) {
 }
 
 void Device::free_block(void* block) noexcept {
-  if (memory_ != nullptr) memory_->allocator.free(static_cast<alloc::Block*>(block));
+  if (detail::DeviceMemory* memory = this->memory()) {
+    memory->allocator.free(static_cast<alloc::Block*>(block));
+  }
 }
 
 void Device::record_block_stream(void* block, Stream& stream) {
-  if (memory_ != nullptr) {
-    memory_->allocator.record_stream(static_cast<alloc::Block*>(block), stream.handle());
+  if (detail::DeviceMemory* memory = this->memory()) {
+    memory->allocator.record_stream(static_cast<alloc::Block*>(block), stream.handle());
   }
 }
 
 void Device::forget_stream(oar_stream_t stream) noexcept {
-  if (memory_ != nullptr) memory_->allocator.forget_stream(stream);
+  if (detail::DeviceMemory* memory = this->memory()) memory->allocator.forget_stream(stream);
 }
 
 MemoryStats Device::memory_stats() const {
-  return memory_ != nullptr ? memory_->allocator.stats() : MemoryStats();
+  detail::DeviceMemory* memory = this->memory();
+  return memory != nullptr ? memory->allocator.stats() : MemoryStats();
 }
 
 void Device::reset_peak_memory_stats() {
-  if (memory_ != nullptr) memory_->allocator.reset_peak_stats();
+  if (detail::DeviceMemory* memory = this->memory()) memory->allocator.reset_peak_stats();
 }
 
 void Device::empty_cache() {
-  if (memory_ == nullptr) return;
-  Status status = memory_->allocator.empty_cache();
+  detail::DeviceMemory* memory = this->memory();
+  if (memory == nullptr) return;
+  Status status = memory->allocator.empty_cache();
   if (!status.ok()) throw Error(status.code(), status.message(), plugin_->name());
 }
 
@@ -246,6 +271,7 @@ void Device::download(void* dst, const Buffer& src, uint64_t src_offset, uint64_
 
 void Device::track(detail::Tracked* object) {
   std::lock_guard<std::mutex> lock(mutex_);
+  object->released_by_runtime_ = false;
   object->prev_ = nullptr;
   object->next_ = tracked_;
   if (tracked_ != nullptr) tracked_->prev_ = object;
@@ -264,6 +290,7 @@ void Device::untrack(detail::Tracked* object) {
 
 void Device::retrack(detail::Tracked* object, detail::Tracked* previous) {
   std::lock_guard<std::mutex> lock(mutex_);
+  object->released_by_runtime_ = false;
   object->prev_ = previous->prev_;
   object->next_ = previous->next_;
   if (object->prev_ != nullptr)
@@ -311,7 +338,7 @@ void Device::close() noexcept {
         }
       }
       if (victim == nullptr) return;
-      if (victim != default_stream_.get()) {
+      if (victim != default_stream_.load(std::memory_order_relaxed)) {
         std::string message = std::string("releasing a ") + victim->what() +
                               " the program did not destroy before shutdown";
         if (plugin_->validating()) {
@@ -323,16 +350,23 @@ void Device::close() noexcept {
         detail::log_line(plugin_->validating() ? OAR_LOG_LEVEL_WARNING : OAR_LOG_LEVEL_INFO, name_,
                          message);
       }
+      victim->released_by_runtime_ = true;
       victim->release();
     }
   };
+  {
+    // From here on nothing creates a default stream or an allocator again.
+    std::lock_guard<std::mutex> lock(create_mutex_);
+    closed_.store(true, std::memory_order_release);
+  }
   release_all(true);
-  memory_.reset();
+  memory_.store(nullptr, std::memory_order_release);
+  memory_owner_.reset();
   release_all(false);
-  default_stream_.reset();
+  default_stream_.store(nullptr, std::memory_order_release);
+  default_stream_owner_.reset();
   std::lock_guard<std::mutex> lock(mutex_);
   oar_device_t handle = handle_.exchange(nullptr);
-  closed_ = true;
   if (handle != nullptr) {
     oar_status_t code = api_->device_close(handle);
     if (code != OAR_STATUS_OK) {
@@ -343,6 +377,15 @@ void Device::close() noexcept {
 }
 
 namespace detail {
+
+void throw_empty_object(const char* operation, const char* object, bool released_by_runtime) {
+  std::string message = std::string(operation) + ": the " + object + " is empty: ";
+  message += released_by_runtime
+                 ? "its runtime was destroyed, which released it (objects die with their "
+                   "Runtime; see docs/runtime.md)"
+                 : "it was default-constructed or moved from";
+  throw Error(OAR_STATUS_FAILED_PRECONDITION, message);
+}
 
 void Tracked::track(Device* device) noexcept { device->track(this); }
 void Tracked::untrack(Device* device) noexcept { device->untrack(this); }

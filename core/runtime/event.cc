@@ -16,35 +16,39 @@ void Event::destroy(Device& device, oar_event_t handle) noexcept {
 }
 
 void Event::record(Stream& stream) {
-  if (&stream.device() != device_) {
-    throw Error(OAR_STATUS_INVALID_ARGUMENT, "Event::record: the event is on " + device_->name() +
+  Device& device = live("Event::record");
+  if (&stream.device() != &device) {
+    throw Error(OAR_STATUS_INVALID_ARGUMENT, "Event::record: the event is on " + device.name() +
                                                  ", the stream on " + stream.device().name());
   }
-  device_->plugin().check(device_->api().event_record(handle_, stream.handle()), "event_record");
+  device.plugin().check(device.api().event_record(handle_, stream.handle()), "event_record");
 }
 
 bool Event::query() {
+  Device& device = live("Event::query");
   bool done = false;
-  device_->plugin().check(device_->api().event_query(handle_, &done), "event_query");
+  device.plugin().check(device.api().event_query(handle_, &done), "event_query");
   return done;
 }
 
 void Event::synchronize() {
-  detail::TraceScope trace("event_synchronize", "sync", device_->name(), handle_);
-  device_->plugin().check(device_->api().event_synchronize(handle_), "event_synchronize");
+  Device& device = live("Event::synchronize");
+  detail::TraceScope trace("event_synchronize", "sync", device.name(), handle_);
+  device.plugin().check(device.api().event_synchronize(handle_), "event_synchronize");
 }
 
 float Event::elapsed_ms_since(const Event& start) const {
-  if (device_->api().event_elapsed_ms == nullptr) {
-    throw Error(OAR_STATUS_UNIMPLEMENTED, device_->name() + " has no timing events",
-                device_->plugin_name());
+  Device& device = live("Event::elapsed_ms_since");
+  if (device.api().event_elapsed_ms == nullptr) {
+    throw Error(OAR_STATUS_UNIMPLEMENTED, device.name() + " has no timing events",
+                device.plugin_name());
   }
-  if (&start.device() != device_) {
+  if (&start.live("Event::elapsed_ms_since") != &device) {
     throw Error(OAR_STATUS_INVALID_ARGUMENT, "elapsed time between events of two devices");
   }
   float ms = 0;
-  device_->plugin().check(device_->api().event_elapsed_ms(start.handle_, handle_, &ms),
-                          "event_elapsed_ms");
+  device.plugin().check(device.api().event_elapsed_ms(start.handle_, handle_, &ms),
+                        "event_elapsed_ms");
   return ms;
 }
 

@@ -15,13 +15,20 @@ namespace oar {
 namespace {
 
 void check_range(const Buffer& buffer, uint64_t offset, uint64_t size, const char* what) {
-  if (!buffer.valid())
-    throw Error(OAR_STATUS_INVALID_ARGUMENT, std::string(what) + ": empty buffer");
+  if (!buffer.valid()) {
+    throw Error(
+        buffer.released_by_runtime() ? OAR_STATUS_FAILED_PRECONDITION : OAR_STATUS_INVALID_ARGUMENT,
+        std::string(what) + (buffer.released_by_runtime()
+                                 ? ": the buffer was released when its runtime was "
+                                   "destroyed"
+                                 : ": empty buffer"));
+  }
   if (offset > buffer.size() || size > buffer.size() - offset) {
-    throw Error(OAR_STATUS_OUT_OF_RANGE, std::string(what) + ": bytes [" + std::to_string(offset) +
-                                             ", " + std::to_string(offset + size) +
-                                             ") leave a buffer of " +
-                                             std::to_string(buffer.size()) + " bytes");
+    throw Error(
+        OAR_STATUS_OUT_OF_RANGE,
+        std::string(what) + ": bytes [" + std::to_string(offset) + ", " +
+            (offset + size < offset ? std::string("2^64 or more") : std::to_string(offset + size)) +
+            ") leave a buffer of " + std::to_string(buffer.size()) + " bytes");
   }
 }
 
@@ -56,42 +63,46 @@ void Stream::destroy(Device& device, oar_stream_t handle) noexcept {
 }
 
 void Stream::synchronize() {
-  detail::TraceScope trace("stream_synchronize", "sync", device_->name(), handle_);
-  device_->plugin().check(device_->api().stream_synchronize(handle_), "stream_synchronize");
+  Device& device = live("Stream::synchronize");
+  detail::TraceScope trace("stream_synchronize", "sync", device.name(), handle_);
+  device.plugin().check(device.api().stream_synchronize(handle_), "stream_synchronize");
 }
 
 bool Stream::query() {
+  Device& device = live("Stream::query");
   bool idle = false;
-  device_->plugin().check(device_->api().stream_query(handle_, &idle), "stream_query");
+  device.plugin().check(device.api().stream_query(handle_, &idle), "stream_query");
   return idle;
 }
 
 void Stream::wait(const Event& event) {
+  Device& device = live("Stream::wait");
   if (!event.valid()) throw Error(OAR_STATUS_INVALID_ARGUMENT, "Stream::wait: empty event");
-  if (&event.device() != device_) {
+  if (&event.device() != &device) {
     throw Error(OAR_STATUS_INVALID_ARGUMENT, "Stream::wait: the event is on " +
                                                  event.device().name() + ", the stream on " +
-                                                 device_->name());
+                                                 device.name());
   }
-  device_->plugin().check(device_->api().stream_wait_event(handle_, event.handle()),
-                          "stream_wait_event");
+  device.plugin().check(device.api().stream_wait_event(handle_, event.handle()),
+                        "stream_wait_event");
 }
 
 void Stream::add_callback(std::function<void(oar_status_t)> callback) {
-  if (device_->api().stream_add_host_callback == nullptr) {
+  Device& device = live("Stream::add_callback");
+  if (device.api().stream_add_host_callback == nullptr) {
     throw Error(OAR_STATUS_UNIMPLEMENTED,
-                device_->name() + " has no host callbacks (OAR_DEVICE_FEATURE_HOST_CALLBACKS)",
-                device_->plugin_name());
+                device.name() + " has no host callbacks (OAR_DEVICE_FEATURE_HOST_CALLBACKS)",
+                device.plugin_name());
   }
   auto owned = std::make_unique<std::function<void(oar_status_t)>>(std::move(callback));
-  device_->plugin().check(
-      device_->api().stream_add_host_callback(handle_, &run_callback, owned.get()),
-      "stream_add_host_callback");
+  device.plugin().check(device.api().stream_add_host_callback(handle_, &run_callback, owned.get()),
+                        "stream_add_host_callback");
   owned.release();  // run_callback owns it from now on
 }
 
 void Stream::copy_from_host(const Buffer& dst, uint64_t dst_offset, const void* src,
                             uint64_t size) {
+  live("Stream::copy_from_host");
   detail::TraceScope trace("copy_h2d", "copy", device_->name(), handle_);
   check_range(dst, dst_offset, size, "copy_from_host");
   check_same_device(*this, dst, "copy_from_host");
@@ -101,6 +112,7 @@ void Stream::copy_from_host(const Buffer& dst, uint64_t dst_offset, const void* 
 }
 
 void Stream::copy_to_host(void* dst, const Buffer& src, uint64_t src_offset, uint64_t size) {
+  live("Stream::copy_to_host");
   detail::TraceScope trace("copy_d2h", "copy", device_->name(), handle_);
   check_range(src, src_offset, size, "copy_to_host");
   check_same_device(*this, src, "copy_to_host");
@@ -111,6 +123,7 @@ void Stream::copy_to_host(void* dst, const Buffer& src, uint64_t src_offset, uin
 
 void Stream::copy(const Buffer& dst, uint64_t dst_offset, const Buffer& src, uint64_t src_offset,
                   uint64_t size) {
+  live("Stream::copy");
   detail::TraceScope trace("copy_d2d", "copy", device_->name(), handle_);
   check_range(dst, dst_offset, size, "copy");
   check_range(src, src_offset, size, "copy");
@@ -136,6 +149,7 @@ void Stream::copy(const Buffer& dst, uint64_t dst_offset, const Buffer& src, uin
 }
 
 void Stream::fill(const Buffer& dst, uint64_t offset, uint8_t value, uint64_t size) {
+  live("Stream::fill");
   detail::TraceScope trace("fill", "copy", device_->name(), handle_);
   check_range(dst, offset, size, "fill");
   check_same_device(*this, dst, "fill");

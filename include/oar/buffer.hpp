@@ -25,7 +25,11 @@ class Buffer : private detail::Tracked {
   Buffer& operator=(const Buffer&) = delete;
 
   bool valid() const { return device_ != nullptr; }
-  Device& device() const { return *device_; }
+  // Whether the buffer is empty because its runtime was destroyed (rather than
+  // default-constructed or moved from).
+  using detail::Tracked::released_by_runtime;
+  // Throws FAILED_PRECONDITION when the buffer is empty.
+  Device& device() const;
   // The allocation handle; never do arithmetic on it.
   oar_memory_t memory() const { return memory_; }
   // Where this buffer starts inside memory().
@@ -38,6 +42,7 @@ class Buffer : private detail::Tracked {
   void* host_address() const;
   // Tells the caching allocator the buffer is also used on |stream|: its
   // memory is reused only after that stream's work up to now is done.
+  // Throws FAILED_PRECONDITION when the buffer or the stream is empty.
   void record_stream(Stream& stream);
 
  private:

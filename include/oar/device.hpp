@@ -98,13 +98,24 @@ class Device {
   oar_device_properties_t properties_;
   std::string name_;
 
+  // The caching allocator, made on first use (under mutex_); nullptr before.
+  detail::DeviceMemory* memory() const { return memory_.load(std::memory_order_acquire); }
+  detail::DeviceMemory& memory_or_create();
+
+  // Throws FAILED_PRECONDITION naming |operation| once the device is closed.
+  void check_open(const char* operation) const;
+
   std::mutex mutex_;  // guards opening, closing and the tracked list
+  // Guards creating the default stream and the allocator. Both are published
+  // through atomics, so the paths that only read them (memory_stats,
+  // free_block, ...) take no lock and still see a fully built object.
+  std::mutex create_mutex_;
   std::atomic<oar_device_t> handle_{nullptr};
-  std::once_flag default_stream_once_;
-  std::once_flag memory_once_;
-  bool closed_ = false;
-  std::unique_ptr<Stream> default_stream_;
-  std::unique_ptr<detail::DeviceMemory> memory_;
+  std::atomic<bool> closed_{false};
+  std::unique_ptr<Stream> default_stream_owner_;
+  std::atomic<Stream*> default_stream_{nullptr};
+  std::unique_ptr<detail::DeviceMemory> memory_owner_;
+  std::atomic<detail::DeviceMemory*> memory_{nullptr};
   detail::Tracked* tracked_ = nullptr;  // head of the intrusive list
 };
 

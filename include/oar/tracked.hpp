@@ -1,7 +1,9 @@
 // Objects that hold a plugin handle of a device (streams, events, buffers). The
 // device keeps a list of them so that closing it releases what the framework
 // forgot, in the order the ABI demands, and leaves the C++ objects empty
-// instead of dangling.
+// instead of dangling. Every call that needs the device on an empty object
+// (default-constructed, moved from, or released with its runtime) throws
+// oar::Error FAILED_PRECONDITION saying which of these it is.
 #pragma once
 
 namespace oar {
@@ -9,6 +11,12 @@ namespace oar {
 class Device;
 
 namespace detail {
+
+// Throws oar::Error FAILED_PRECONDITION for |operation| ("Stream::synchronize")
+// on an empty |object| ("stream"); |released_by_runtime| says whether its
+// runtime emptied it.
+[[noreturn]] void throw_empty_object(const char* operation, const char* object,
+                                     bool released_by_runtime);
 
 class Tracked {
  public:
@@ -23,12 +31,15 @@ class Tracked {
   void track(Device* device) noexcept;
   void untrack(Device* device) noexcept;
   void retrack(Device* device, Tracked* previous) noexcept;
+  // Whether the runtime released this object as it closed the device.
+  bool released_by_runtime() const noexcept { return released_by_runtime_; }
 
  private:
   friend class ::oar::Device;
   // An intrusive list, so tracking never allocates.
   Tracked* prev_ = nullptr;
   Tracked* next_ = nullptr;
+  bool released_by_runtime_ = false;
 };
 
 // A tracked owner of one plugin handle of a device (a stream, an event):
@@ -38,7 +49,8 @@ class DeviceHandle : protected Tracked {
  public:
   bool valid() const { return handle_ != nullptr; }
   Handle handle() const { return handle_; }
-  Device& device() const { return *device_; }
+  // Throws FAILED_PRECONDITION when the object is empty.
+  Device& device() const { return live("device"); }
 
  protected:
   DeviceHandle() = default;
@@ -59,6 +71,16 @@ class DeviceHandle : protected Tracked {
       if (device_ != nullptr) retrack(device_, &other);
     }
     return *this;
+  }
+
+  // The device of a non-empty object; throws FAILED_PRECONDITION naming
+  // |operation| otherwise.
+  Device& live(const char* operation) const {
+    if (device_ == nullptr) {
+      throw_empty_object(operation, static_cast<const Derived*>(this)->what(),
+                         released_by_runtime());
+    }
+    return *device_;
   }
 
   void release() noexcept override {

@@ -109,6 +109,10 @@ TEST_F(AllocatorTest, BadAllocatorSettingsAreReportedByName) {
       error_of(OAR_STATUS_INVALID_ARGUMENT, [&] { runtime.devices()[0]->allocate(16); });
   unsetenv("OAR_ALLOC_CONF");
   EXPECT_NE(message.find("max_split_size_mb"), std::string::npos) << message;
+  // Named once: the message used to read "OAR_ALLOC_CONF: OAR_ALLOC_CONF: ...".
+  size_t first = message.find("OAR_ALLOC_CONF");
+  ASSERT_NE(first, std::string::npos) << message;
+  EXPECT_EQ(message.find("OAR_ALLOC_CONF", first + 1), std::string::npos) << message;
 }
 
 TEST_F(AllocatorTest, CachingCanBeTurnedOff) {
