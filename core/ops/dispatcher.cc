@@ -5,6 +5,7 @@
 #include "core/loader/plugin.h"
 #include "core/ops/kernel_registry.h"
 #include "core/trace/tracer.h"
+#include "core/util/checked_math.h"
 #include "oar/device.hpp"
 #include "oar/dispatch.hpp"
 #include "oar/error.hpp"
@@ -59,17 +60,22 @@ oar_status_t scratch_allocate(void* context, uint64_t size, oar_memory_t* out_me
   throw Error(OAR_STATUS_UNIMPLEMENTED, message, device.plugin_name());
 }
 
+// Whether |t| is row-major; an empty tensor is (it has nothing to stage).
 bool contiguous(const DLTensor& t) {
   int64_t expected = 1;
   for (int i = t.ndim; i-- > 0;) {
+    if (t.shape[i] == 0) return true;
     if (t.shape[i] != 1 && t.strides[i] != expected) return false;
-    expected *= t.shape[i];
+    if (!util::checked_mul(expected, t.shape[i], &expected)) return true;  // only beside a 0
   }
   return true;
 }
 
 // Checks one tensor and gives it strides if the caller left them NULL.
-// Returns false when the kernel needs it contiguous and it is not.
+// Returns false when the kernel needs it contiguous and it is not. Every size
+// a kernel may compute from the tensor fits in 64 bits: no negative
+// dimension, an element count and a byte span (from the lowest to the highest
+// element it reaches, byte_offset included) that fit in int64_t.
 bool prepare(const Device& device, uint32_t op, DLTensor& t, int64_t* strides_storage,
              bool need_contiguous, const char* role, size_t index) {
   DLDevice expected = device.dlpack_device();
@@ -82,16 +88,39 @@ bool prepare(const Device& device, uint32_t op, DLTensor& t, int64_t* strides_st
     throw Error(OAR_STATUS_INVALID_ARGUMENT,
                 detail::op_name(op) + ": " + role + " " + std::to_string(index) + " has no shape");
   }
-  if (t.strides == nullptr) {
-    int64_t step = 1;
-    for (int i = t.ndim; i-- > 0;) {
-      strides_storage[i] = step;
-      step *= t.shape[i];
-    }
-    t.strides = strides_storage;
-    return true;
+  auto refuse = [&](oar_status_t code, const char* problem) {
+    throw Error(code,
+                detail::op_name(op) + ": " + role + " " + std::to_string(index) + " " + problem);
+  };
+  const uint64_t element_size = dtype_size(t.dtype);
+  int64_t count = 0;
+  int64_t bytes = 0;
+  if (!util::element_count(t.shape, t.ndim, &count)) {
+    refuse(OAR_STATUS_INVALID_ARGUMENT,
+           "has a negative dimension or more elements than fit in 64 bits");
   }
-  return !need_contiguous || contiguous(t);
+  if (!util::checked_mul(count, int64_t(element_size), &bytes)) {
+    refuse(OAR_STATUS_INVALID_ARGUMENT, "has more bytes than fit in 64 bits");
+  }
+  bool filled = false;
+  if (t.strides == nullptr) {
+    util::row_major_strides(t.shape, t.ndim, strides_storage);
+    t.strides = strides_storage;
+    filled = true;
+  }
+  util::Span span;
+  uint64_t span_size = 0;
+  uint64_t before = 0;
+  uint64_t end = 0;
+  if (!util::element_span(t.shape, t.strides, t.ndim, &span) ||
+      !util::span_bytes(span, element_size, &span_size, &before) ||
+      !util::checked_add(t.byte_offset, span_size, &end) || end > uint64_t(INT64_MAX)) {
+    refuse(OAR_STATUS_OUT_OF_RANGE, "reaches beyond 64-bit sizes (shape, strides, byte_offset)");
+  }
+  if (before > t.byte_offset) {
+    refuse(OAR_STATUS_OUT_OF_RANGE, "has negative strides that reach before its allocation");
+  }
+  return filled || !need_contiguous || contiguous(t);
 }
 
 // Checks a schema operator's call: dtypes, attributes, output shapes.
@@ -185,19 +214,15 @@ void dispatch(Stream& stream, const OpId& op, const DLTensor* inputs, size_t num
     // plugin's own strided "copy" kernel, ordered on this stream.
     static const OpId copy_op("copy");
     DLTensor& t = tensors[i];
-    int64_t elements = 1;
-    for (int d = 0; d < t.ndim; ++d) elements *= t.shape[d];
+    int64_t elements = 0;
+    util::element_count(t.shape, t.ndim, &elements);  // prepare checked it fits, bytes too
     staged.push_back(device.allocate(uint64_t(elements) * dtype_size(t.dtype), &stream));
     DLTensor contiguous_copy = t;
     contiguous_copy.data = staged.back().memory();
     contiguous_copy.byte_offset = staged.back().offset();
     contiguous_copy.strides = nullptr;
     dispatch(stream, copy_op, &t, 1, &contiguous_copy, 1);
-    int64_t step = 1;
-    for (int d = t.ndim; d-- > 0;) {
-      storage[d] = step;
-      step *= t.shape[d];
-    }
+    util::row_major_strides(t.shape, t.ndim, storage);
     t.data = contiguous_copy.data;
     t.byte_offset = contiguous_copy.byte_offset;
     t.strides = storage;

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "core/util/checked_math.h"
 #include "oar/error.hpp"
 #include "oar/ops.hpp"
 
@@ -405,9 +406,21 @@ void expect_rank(const OpSchema& schema, const Shape& s, size_t rank, const char
   }
 }
 
-int64_t pool_or_conv_extent(int64_t in, int64_t kernel, int64_t stride, int64_t pad,
-                            int64_t dilation) {
-  return (in + 2 * pad - dilation * (kernel - 1) - 1) / stride + 1;
+// (in + 2 * pad - dilation * (kernel - 1) - 1) / stride + 1, the output
+// extent of a convolution or pooling window; arguments are checked positive
+// (pad non-negative) by the caller. Refuses attributes whose arithmetic wraps.
+int64_t pool_or_conv_extent(const OpSchema& schema, int64_t in, int64_t kernel, int64_t stride,
+                            int64_t pad, int64_t dilation) {
+  int64_t padded = 0;
+  int64_t reach = 0;
+  int64_t span = 0;
+  if (!util::checked_mul(pad, int64_t(2), &padded) || !util::checked_add(in, padded, &padded) ||
+      !util::checked_mul(dilation, kernel - 1, &reach) ||
+      !util::checked_sub(padded, reach, &span)) {
+    fail(schema, "kernel size, padding and dilation overflow 64-bit sizes");
+  }
+  // span - 1 cannot wrap: padded >= 0 and reach >= 0.
+  return (span - 1) / stride + 1;
 }
 
 Shape infer_one(const OpSchema& schema, const std::vector<Shape>& in, const Attrs& attrs) {
@@ -449,7 +462,9 @@ Shape infer_one(const OpSchema& schema, const std::vector<Shape>& in, const Attr
                            ", which differs from " + shape_text(in[0]) + " off the axis");
         }
       }
-      out[size_t(axis)] += in[i][size_t(axis)];
+      if (!util::checked_add(out[size_t(axis)], in[i][size_t(axis)], &out[size_t(axis)])) {
+        fail(schema, "the joined dimension overflows 64-bit sizes");
+      }
     }
     return out;
   }
@@ -462,7 +477,8 @@ Shape infer_one(const OpSchema& schema, const std::vector<Shape>& in, const Attr
     auto clamp = [n](int64_t v) { return v < 0 ? std::max<int64_t>(v + n, 0) : std::min(v, n); };
     int64_t start = clamp(attrs.get_int("start"));
     int64_t end = clamp(attrs.get_int("end"));
-    out[size_t(axis)] = end > start ? (end - start + step - 1) / step : 0;
+    // ceil((end - start) / step), written so that a step near 2^63 cannot wrap.
+    out[size_t(axis)] = end > start ? (end - start - 1) / step + 1 : 0;
     return out;
   }
   if (name == "index_select") {
@@ -550,8 +566,9 @@ Shape infer_one(const OpSchema& schema, const std::vector<Shape>& in, const Attr
         fail(schema, "stride and dilation must be >= 1 and padding >= 0");
       }
     }
-    Shape out = {x[0], w[0], pool_or_conv_extent(x[2], w[2], stride[0], padding[0], dilation[0]),
-                 pool_or_conv_extent(x[3], w[3], stride[1], padding[1], dilation[1])};
+    Shape out = {x[0], w[0],
+                 pool_or_conv_extent(schema, x[2], w[2], stride[0], padding[0], dilation[0]),
+                 pool_or_conv_extent(schema, x[3], w[3], stride[1], padding[1], dilation[1])};
     if (out[2] < 1 || out[3] < 1) fail(schema, "the kernel is larger than the padded input");
     return out;
   }
@@ -566,8 +583,8 @@ Shape infer_one(const OpSchema& schema, const std::vector<Shape>& in, const Attr
       }
     }
     Shape out = {in[0][0], in[0][1],
-                 pool_or_conv_extent(in[0][2], kernel[0], stride[0], padding[0], 1),
-                 pool_or_conv_extent(in[0][3], kernel[1], stride[1], padding[1], 1)};
+                 pool_or_conv_extent(schema, in[0][2], kernel[0], stride[0], padding[0], 1),
+                 pool_or_conv_extent(schema, in[0][3], kernel[1], stride[1], padding[1], 1)};
     if (out[2] < 1 || out[3] < 1) fail(schema, "the window is larger than the padded input");
     return out;
   }
@@ -744,7 +761,15 @@ std::vector<std::vector<int64_t>> infer_shapes(const OpSchema& schema, const DLT
                                                size_t num_inputs, const oar_attr_t* attrs,
                                                size_t num_attrs) {
   check_arity(schema, num_inputs);
+  if (num_attrs > 0 && attrs == nullptr) fail(schema, "attributes are NULL");
   for (size_t i = 0; i < num_attrs; ++i) {
+    if (attrs[i].name == nullptr) fail(schema, "attribute " + std::to_string(i) + " has no name");
+    const oar_attr_t& a = attrs[i];
+    if ((a.type == kIntArray && a.value.ints.count > 0 && a.value.ints.data == nullptr) ||
+        (a.type == OAR_ATTR_TYPE_FLOAT_ARRAY && a.value.floats.count > 0 &&
+         a.value.floats.data == nullptr)) {
+      fail(schema, std::string("attribute ") + a.name + " has NULL data");
+    }
     bool known = false;
     for (const AttrSpec& spec : schema.attrs) {
       if (std::strcmp(spec.name, attrs[i].name) == 0) {
@@ -762,10 +787,28 @@ std::vector<std::vector<int64_t>> infer_shapes(const OpSchema& schema, const DLT
                        " (valid: " + (valid.empty() ? "none" : valid) + ")");
     }
   }
+  // A required attribute is required even where no shape depends on it
+  // (fill's value): the kernel may rely on it being there.
+  for (const AttrSpec& spec : schema.attrs) {
+    if (!spec.required) continue;
+    bool given = false;
+    for (size_t i = 0; i < num_attrs && !given; ++i) {
+      given = std::strcmp(spec.name, attrs[i].name) == 0;
+    }
+    if (!given) fail(schema, std::string("attribute ") + spec.name + " is required");
+  }
   std::vector<Shape> shapes;
   for (size_t i = 0; i < num_inputs; ++i) {
-    if (inputs[i].ndim > kMaxDims) fail(schema, "tensors may have at most 8 dimensions");
+    if (inputs[i].ndim < 0 || inputs[i].ndim > kMaxDims) {
+      fail(schema, "tensors may have 0 to 8 dimensions");
+    }
+    if (inputs[i].ndim > 0 && inputs[i].shape == nullptr) {
+      fail(schema, "input " + std::to_string(i) + " has no shape");
+    }
     shapes.push_back(shape_of(inputs[i]));
+    for (int64_t d : shapes.back()) {
+      if (d < 0) fail(schema, "input " + std::to_string(i) + " has a negative dimension");
+    }
   }
   Attrs view(schema, attrs, num_attrs);
   if (schema.inputs.empty()) return {};  // fill: the output's shape is the caller's

@@ -3,6 +3,7 @@
 #include <string>
 #include <utility>
 
+#include "core/util/checked_math.h"
 #include "oar/device.hpp"
 #include "oar/error.hpp"
 #include "oar/runtime.hpp"
@@ -13,26 +14,61 @@ namespace {
 
 std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& shape) {
   std::vector<int64_t> strides(shape.size());
-  int64_t step = 1;
-  for (size_t i = shape.size(); i-- > 0;) {
-    strides[i] = step;
-    step *= shape[i];
-  }
+  util::row_major_strides(shape.data(), int(shape.size()), strides.data());
   return strides;
 }
 
-// The byte span a strided view touches: [0, extent).
-uint64_t extent_bytes(const std::vector<int64_t>& shape, const std::vector<int64_t>& strides,
-                      DLDataType dtype) {
-  int64_t last = 0;
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (shape[i] == 0) return 0;
-    if (strides[i] < 0) {
-      throw Error(OAR_STATUS_INVALID_ARGUMENT, "negative strides are not supported");
-    }
-    last += (shape[i] - 1) * strides[i];
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+// Checks what every tensor must satisfy whatever its storage: a whole-byte
+// dtype, no negative dimension, and an element count whose byte size fits in
+// int64_t (so numel() and nbytes() never wrap).
+void check_shape(const char* operation, const std::vector<int64_t>& shape, DLDataType dtype) {
+  if (dtype.bits == 0 || dtype.bits % 8 != 0 || dtype.lanes == 0) {
+    throw Error(OAR_STATUS_INVALID_ARGUMENT, std::string(operation) + ": dtype " +
+                                                 dtype_name(dtype) +
+                                                 " is not a whole number of bytes per element");
   }
-  return uint64_t(last + 1) * dtype_size(dtype);
+  for (int64_t d : shape) {
+    if (d < 0) {
+      throw Error(OAR_STATUS_INVALID_ARGUMENT,
+                  std::string(operation) + ": negative dimension in shape " + shape_text(shape));
+    }
+  }
+  int64_t count = 0;
+  int64_t bytes = 0;
+  if (!util::element_count(shape.data(), int(shape.size()), &count) ||
+      !util::checked_mul(count, int64_t(dtype_size(dtype)), &bytes)) {
+    throw Error(OAR_STATUS_INVALID_ARGUMENT, std::string(operation) + ": shape " +
+                                                 shape_text(shape) + " of " + dtype_name(dtype) +
+                                                 " overflows 64-bit sizes");
+  }
+}
+
+// The byte span a strided view touches: [0, extent). Throws OUT_OF_RANGE when
+// it leaves 64-bit sizes (such a view fits no buffer).
+uint64_t extent_bytes(const char* operation, const std::vector<int64_t>& shape,
+                      const std::vector<int64_t>& strides, DLDataType dtype) {
+  for (int64_t stride : strides) {
+    if (stride < 0) {
+      throw Error(OAR_STATUS_INVALID_ARGUMENT,
+                  std::string(operation) + ": negative strides are not supported");
+    }
+  }
+  util::Span span;
+  uint64_t bytes = 0;
+  uint64_t before = 0;
+  if (!util::element_span(shape.data(), strides.data(), int(shape.size()), &span) ||
+      !util::span_bytes(span, dtype_size(dtype), &bytes, &before)) {
+    throw Error(OAR_STATUS_OUT_OF_RANGE, std::string(operation) + ": shape " + shape_text(shape) +
+                                             " with strides " + shape_text(strides) +
+                                             " reaches beyond 64-bit sizes");
+  }
+  return bytes;
 }
 
 // Keeps a tensor's buffer alive for as long as a DLPack consumer holds it.
@@ -66,11 +102,9 @@ Tensor& Tensor::operator=(const Tensor& other) {
 }
 
 Tensor Tensor::empty(Device& device, std::vector<int64_t> shape, DLDataType dtype, Stream* stream) {
-  int64_t count = 1;
-  for (int64_t d : shape) {
-    if (d < 0) throw Error(OAR_STATUS_INVALID_ARGUMENT, "negative dimension in Tensor::empty");
-    count *= d;
-  }
+  check_shape("Tensor::empty", shape, dtype);
+  int64_t count = 0;
+  util::element_count(shape.data(), int(shape.size()), &count);
   auto buffer =
       std::make_shared<Buffer>(device.allocate(uint64_t(count) * dtype_size(dtype), stream));
   return view(std::move(buffer), std::move(shape), dtype);
@@ -78,16 +112,18 @@ Tensor Tensor::empty(Device& device, std::vector<int64_t> shape, DLDataType dtyp
 
 Tensor Tensor::view(std::shared_ptr<Buffer> buffer, std::vector<int64_t> shape, DLDataType dtype,
                     std::vector<int64_t> strides, uint64_t byte_offset) {
-  if (buffer == nullptr || !buffer->valid()) {
-    throw Error(OAR_STATUS_INVALID_ARGUMENT, "Tensor::view of an empty buffer");
+  if (buffer == nullptr) throw Error(OAR_STATUS_INVALID_ARGUMENT, "Tensor::view of no buffer");
+  if (!buffer->valid()) {
+    detail::throw_empty_object("Tensor::view", "buffer", buffer->released_by_runtime());
   }
+  check_shape("Tensor::view", shape, dtype);
   if (strides.empty()) strides = contiguous_strides(shape);
   if (strides.size() != shape.size()) {
     throw Error(OAR_STATUS_INVALID_ARGUMENT, "Tensor::view: " + std::to_string(strides.size()) +
                                                  " strides for " + std::to_string(shape.size()) +
                                                  " dimensions");
   }
-  uint64_t extent = extent_bytes(shape, strides, dtype);
+  uint64_t extent = extent_bytes("Tensor::view", shape, strides, dtype);
   if (byte_offset > buffer->size() || extent > buffer->size() - byte_offset) {
     throw Error(OAR_STATUS_OUT_OF_RANGE, "Tensor::view needs " + std::to_string(extent) +
                                              " bytes at offset " + std::to_string(byte_offset) +
@@ -105,17 +141,41 @@ Tensor Tensor::view(std::shared_ptr<Buffer> buffer, std::vector<int64_t> shape, 
 }
 
 void Tensor::refresh() {
-  dl_.data = buffer_->memory();
-  dl_.device = buffer_->device().dlpack_device();
+  // A tensor whose buffer its runtime released keeps describing itself (it
+  // can be copied, and its shape read); dl() refuses to hand it out.
+  if (buffer_->valid()) {
+    dl_.data = buffer_->memory();
+    dl_.device = buffer_->device().dlpack_device();
+  }
   dl_.ndim = int(shape_.size());
   dl_.shape = shape_.data();
   dl_.strides = strides_.data();
 }
 
 int64_t Tensor::numel() const {
-  int64_t count = 1;
-  for (int64_t d : shape_) count *= d;
+  int64_t count = 0;
+  util::element_count(shape_.data(), int(shape_.size()), &count);  // checked when made
   return count;
+}
+
+const Buffer& Tensor::live_buffer(const char* operation) const {
+  if (buffer_ == nullptr) {
+    throw Error(OAR_STATUS_FAILED_PRECONDITION,
+                std::string(operation) +
+                    ": the tensor is undefined (default-constructed or moved "
+                    "from)");
+  }
+  if (!buffer_->valid()) {
+    detail::throw_empty_object(operation, "tensor's buffer", buffer_->released_by_runtime());
+  }
+  return *buffer_;
+}
+
+Device& Tensor::device() const { return live_buffer("Tensor::device").device(); }
+
+const DLTensor& Tensor::dl() const {
+  live_buffer("Tensor::dl");
+  return dl_;
 }
 
 bool Tensor::is_contiguous() const {
@@ -138,21 +198,23 @@ Tensor Tensor::transpose(int a, int b) const {
 }
 
 void Tensor::copy_from_host(Stream& stream, const void* src) const {
+  const Buffer& buffer = live_buffer("Tensor::copy_from_host");
   if (!is_contiguous()) {
     throw Error(OAR_STATUS_INVALID_ARGUMENT, "copy_from_host needs a contiguous tensor");
   }
-  stream.copy_from_host(*buffer_, dl_.byte_offset - buffer_->offset(), src, nbytes());
+  stream.copy_from_host(buffer, dl_.byte_offset - buffer.offset(), src, nbytes());
 }
 
 void Tensor::copy_to_host(Stream& stream, void* dst) const {
+  const Buffer& buffer = live_buffer("Tensor::copy_to_host");
   if (!is_contiguous()) {
     throw Error(OAR_STATUS_INVALID_ARGUMENT, "copy_to_host needs a contiguous tensor");
   }
-  stream.copy_to_host(dst, *buffer_, dl_.byte_offset - buffer_->offset(), nbytes());
+  stream.copy_to_host(dst, buffer, dl_.byte_offset - buffer.offset(), nbytes());
 }
 
 DLManagedTensor* Tensor::to_dlpack() const {
-  if (!defined()) throw Error(OAR_STATUS_INVALID_ARGUMENT, "to_dlpack of an undefined tensor");
+  live_buffer("Tensor::to_dlpack");
   auto context = std::make_unique<ExportContext>();
   context->buffer = buffer_;
   context->shape = shape_;
@@ -190,15 +252,34 @@ Tensor Tensor::from_dlpack(const Runtime& runtime, DLManagedTensor* managed) {
                                           std::to_string(int(dl.device.device_type)) + ", " +
                                           std::to_string(dl.device.device_id) + ")");
   }
-  if (dl.dtype.lanes != 1 || dl.dtype.bits % 8 != 0) {
+  // Everything the producer wrote is checked before any of it is used.
+  if (dl.dtype.lanes != 1 || dl.dtype.bits == 0 || dl.dtype.bits % 8 != 0) {
     throw Error(OAR_STATUS_INVALID_ARGUMENT,
                 "from_dlpack: unsupported dtype " + dtype_name(dl.dtype));
   }
+  if (dl.ndim < 0 || dl.ndim > kMaxDlpackDims) {
+    throw Error(OAR_STATUS_INVALID_ARGUMENT, "from_dlpack: ndim " + std::to_string(dl.ndim) +
+                                                 " is outside [0, " +
+                                                 std::to_string(kMaxDlpackDims) + "]");
+  }
+  if (dl.ndim > 0 && dl.shape == nullptr) {
+    throw Error(OAR_STATUS_INVALID_ARGUMENT, "from_dlpack: shape is NULL for a tensor of " +
+                                                 std::to_string(dl.ndim) + " dimensions");
+  }
   std::vector<int64_t> shape(dl.shape, dl.shape + dl.ndim);
+  check_shape("from_dlpack", shape, dl.dtype);
   std::vector<int64_t> strides = dl.strides != nullptr
                                      ? std::vector<int64_t>(dl.strides, dl.strides + dl.ndim)
                                      : contiguous_strides(shape);
-  uint64_t extent = extent_bytes(shape, strides, dl.dtype);
+  uint64_t extent = extent_bytes("from_dlpack", shape, strides, dl.dtype);
+  if (dl.byte_offset > UINT64_MAX - extent) {
+    throw Error(OAR_STATUS_OUT_OF_RANGE, "from_dlpack: byte_offset " +
+                                             std::to_string(dl.byte_offset) + " plus " +
+                                             std::to_string(extent) + " bytes overflows");
+  }
+  if (dl.data == nullptr && extent != 0) {
+    throw Error(OAR_STATUS_INVALID_ARGUMENT, "from_dlpack: data is NULL for a non-empty tensor");
+  }
 
   Buffer buffer;
   buffer.device_ = device;

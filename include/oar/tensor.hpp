@@ -37,9 +37,16 @@ class Tensor {
   static Tensor view(std::shared_ptr<Buffer> buffer, std::vector<int64_t> shape, DLDataType dtype,
                      std::vector<int64_t> strides = {}, uint64_t byte_offset = 0);
 
+  // What an import accepts: DLPack itself sets no limit.
+  static constexpr int kMaxDlpackDims = 64;
+
+  // Reading what a tensor is (shape, strides, dtype, numel, ...), copying,
+  // moving and destroying it always work. What reaches its device or memory
+  // (dl, device, copies, to_dlpack) throws oar::Error FAILED_PRECONDITION for
+  // an undefined tensor or one whose runtime was destroyed.
   bool defined() const { return buffer_ != nullptr; }
-  const DLTensor& dl() const { return dl_; }
-  Device& device() const { return buffer_->device(); }
+  const DLTensor& dl() const;
+  Device& device() const;
   const std::shared_ptr<Buffer>& buffer() const { return buffer_; }
   const std::vector<int64_t>& shape() const { return shape_; }
   const std::vector<int64_t>& strides() const { return strides_; }
@@ -63,10 +70,14 @@ class Tensor {
   // Imports a DLPack tensor of one of |runtime|'s devices (matched by DLPack
   // device type and the plugin's device index); takes ownership of |managed|
   // and calls its deleter when the last view dies.
+  // Every field is checked first (dtype, ndim in [0, kMaxDlpackDims], shape,
+  // strides, offsets, sizes that fit in 64 bits): a malformed tensor is an
+  // oar::Error, and is handed back to its deleter all the same.
   static Tensor from_dlpack(const Runtime& runtime, DLManagedTensor* managed);
 
  private:
   void refresh();
+  const Buffer& live_buffer(const char* operation) const;
 
   std::shared_ptr<Buffer> buffer_;
   std::vector<int64_t> shape_;

@@ -102,5 +102,85 @@ TEST_F(DlpackTest, ImportFromAnUnknownDeviceFailsAndStillReleasesTheTensor) {
   EXPECT_NE(message.find("no OAR device"), std::string::npos) << message;
 }
 
+// A malformed import is refused with oar::Error before any field is used,
+// and the tensor goes back to its deleter exactly once (issue 12: a NULL
+// shape segfaulted, a negative dimension ended in "free(): invalid pointer",
+// a negative ndim threw std::length_error).
+TEST_F(DlpackTest, MalformedImportsAreRefusedAndReleasedOnce) {
+  struct Case {
+    const char* what;
+    void (*spoil)(DLTensor& t, ForeignArray& array);
+    oar_status_t code;
+  };
+  const Case cases[] = {
+      {"NULL shape", [](DLTensor& t, ForeignArray&) { t.shape = nullptr; },
+       OAR_STATUS_INVALID_ARGUMENT},
+      {"negative dimension", [](DLTensor&, ForeignArray& a) { a.shape[0] = -3; },
+       OAR_STATUS_INVALID_ARGUMENT},
+      {"negative ndim", [](DLTensor& t, ForeignArray&) { t.ndim = -1; },
+       OAR_STATUS_INVALID_ARGUMENT},
+      {"huge ndim", [](DLTensor& t, ForeignArray&) { t.ndim = 1 << 30; },
+       OAR_STATUS_INVALID_ARGUMENT},
+      {"NULL data", [](DLTensor& t, ForeignArray&) { t.data = nullptr; },
+       OAR_STATUS_INVALID_ARGUMENT},
+      {"sub-byte dtype",
+       [](DLTensor& t, ForeignArray&) {
+         t.dtype = DLDataType{kDLInt, 4, 1};
+       },
+       OAR_STATUS_INVALID_ARGUMENT},
+      {"zero-bit dtype",
+       [](DLTensor& t, ForeignArray&) {
+         t.dtype = DLDataType{kDLFloat, 0, 1};
+       },
+       OAR_STATUS_INVALID_ARGUMENT},
+      {"vector lanes",
+       [](DLTensor& t, ForeignArray&) {
+         t.dtype = DLDataType{kDLFloat, 32, 4};
+       },
+       OAR_STATUS_INVALID_ARGUMENT},
+      {"negative stride",
+       [](DLTensor& t, ForeignArray&) {
+         static int64_t stride = -1;
+         t.strides = &stride;
+       },
+       OAR_STATUS_INVALID_ARGUMENT},
+      {"stride that wraps",
+       [](DLTensor& t, ForeignArray&) {
+         static int64_t stride = int64_t(1) << 62;
+         t.strides = &stride;
+       },
+       OAR_STATUS_OUT_OF_RANGE},
+      {"shape whose size wraps", [](DLTensor&, ForeignArray& a) { a.shape[0] = int64_t(1) << 62; },
+       OAR_STATUS_INVALID_ARGUMENT},
+      {"byte_offset that wraps", [](DLTensor& t, ForeignArray&) { t.byte_offset = UINT64_MAX - 3; },
+       OAR_STATUS_OUT_OF_RANGE},
+  };
+  for (const Case& c : cases) {
+    int deleted = 0;
+    DLManagedTensor* managed = foreign_tensor({1, 2, 3, 4}, &deleted);
+    c.spoil(managed->dl_tensor, *static_cast<ForeignArray*>(managed->manager_ctx));
+    try {
+      Tensor::from_dlpack(*runtime_, managed);
+      ADD_FAILURE() << c.what << ": the import was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), c.code) << c.what << ": " << e.what();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << c.what << ": not an oar::Error: " << e.what();
+    }
+    EXPECT_EQ(deleted, 1) << c.what;
+  }
+}
+
+TEST_F(DlpackTest, EmptyImportMayHaveNullData) {
+  int deleted = 0;
+  DLManagedTensor* managed = foreign_tensor({}, &deleted);
+  managed->dl_tensor.data = nullptr;
+  {
+    Tensor t = Tensor::from_dlpack(*runtime_, managed);
+    EXPECT_EQ(t.numel(), 0);
+  }
+  EXPECT_EQ(deleted, 1);
+}
+
 }  // namespace
 }  // namespace oar::testing
