@@ -6,6 +6,7 @@
 #include "core/loader/environment.h"
 #include "core/loader/host_services.h"
 #include "core/loader/plugin.h"
+#include "core/runtime/plugin_registry.h"
 #include "core/trace/tracer.h"
 
 namespace oar {
@@ -57,8 +58,8 @@ Runtime::Runtime(RuntimeOptions options) {
       records_.push_back(std::move(record));
       continue;
     }
-    std::unique_ptr<detail::Plugin> plugin =
-        detail::Plugin::load(candidate.library_path, &record, loaded_from, options.validate);
+    detail::PluginRef plugin =
+        detail::acquire_plugin(candidate.library_path, &record, loaded_from, options.validate);
     if (plugin != nullptr) {
       for (int32_t i = 0; i < record.device_count; ++i) {
         oar_device_properties_t properties{};

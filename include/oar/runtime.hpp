@@ -24,7 +24,8 @@ namespace oar {
 
 namespace detail {
 class Plugin;
-}
+class PluginRef;
+}  // namespace detail
 
 enum class PluginState { kLoaded, kSkipped };
 
@@ -82,7 +83,9 @@ class Runtime {
 
  private:
   std::vector<PluginRecord> records_;
-  std::vector<std::unique_ptr<detail::Plugin>> plugins_;
+  // Uses of plugin instances, shared with other live runtimes that loaded the
+  // same library (docs/abi.md, "Two runtimes in one process").
+  std::vector<detail::PluginRef> plugins_;
   std::vector<std::unique_ptr<Device>> owned_devices_;
   std::vector<Device*> devices_;
   bool tracing_ = false;  // this runtime started the OAR_TRACE writer
