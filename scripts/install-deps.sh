@@ -10,6 +10,9 @@ packages=(
   libboost-dev nlohmann-json3-dev libcli11-dev libfmt-dev libdlpack-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
+  # scripts/fuzz.sh: clang 15 (libFuzzer and the sanitizer runtimes come with its
+  # libclang-common-15-dev) and its OpenMP, for the cpu plugin
+  clang-15 libomp-15-dev
   # oar-conform's signed bundles: SHA-256 and Ed25519, tar.gz
   libssl-dev libarchive-dev
   # the cpu plugin: BLAS for matmul and conv2d

@@ -22,3 +22,7 @@ if [ "${1:-}" != "--no-asan" ]; then
     ctest --test-dir build-asan --output-on-failure -j "$jobs" --timeout 600 \
     -R 'AllocatorTest|CachingAllocator|AllocatorConfig|CopyTest|StreamEventTest|DispatchTest|OpsTest|DlpackTest|ShutdownTest|TraceTest|WorkQueue|Sdk|Loader|Validat|SimTest'
 fi
+
+# libFuzzer over every parser of outside input (manifests, environment, ELF
+# headers, ...), 20 s per fuzzer, built with clang in build-fuzz/; a crash fails.
+[ "${1:-}" = "--no-asan" ] || scripts/fuzz.sh 20
