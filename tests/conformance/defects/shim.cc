@@ -72,7 +72,8 @@ void load_real(uint32_t host_abi_major, uint32_t host_abi_minor) {
     return;
   }
   auto query = reinterpret_cast<oar_plugin_query_fn>(dlsym(library, OAR_PLUGIN_ENTRY_SYMBOL));
-  const oar_plugin_api_t* table = query != nullptr ? query(host_abi_major, host_abi_minor) : nullptr;
+  const oar_plugin_api_t* table =
+      query != nullptr ? query(host_abi_major, host_abi_minor) : nullptr;
   if (table == nullptr || table->struct_size < OAR_PLUGIN_API_HEADER_SIZE) {
     std::fprintf(stderr, "%s: the real plugin %s has no usable table\n", OAR_DEFECT_PLUGIN_NAME,
                  OAR_DEFECT_REAL_PLUGIN);

@@ -12,7 +12,9 @@ oar_status_t add_host_callback(oar_stream_t stream, oar_host_callback_fn callbac
   if (stream == nullptr || callback == nullptr) {
     return real->stream_add_host_callback(stream, callback, user_data);
   }
-  std::thread([callback, user_data] { callback(user_data, OAR_STATUS_OK); }).detach();  // the defect
+  std::thread([callback, user_data] {
+    callback(user_data, OAR_STATUS_OK);
+  }).detach();  // the defect
   return OAR_STATUS_OK;
 }
 

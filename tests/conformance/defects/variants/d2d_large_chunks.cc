@@ -16,8 +16,8 @@ oar_status_t copy_d2d(oar_stream_t stream, oar_memory_t dst, uint64_t dst_offset
     return real->memory_copy_d2d(stream, dst, dst_offset, src, src_offset, size);
   }
   // The whole range is checked first, as the real plugin does.
-  oar_status_t status = real->memory_copy_d2d(stream, dst, dst_offset + size, src,
-                                              src_offset + size, 0);
+  oar_status_t status =
+      real->memory_copy_d2d(stream, dst, dst_offset + size, src, src_offset + size, 0);
   if (status != OAR_STATUS_OK) return status;
   for (uint64_t done = 0; done < size; done += kChunk) {
     const uint64_t n = std::min(kChunk, size - done);

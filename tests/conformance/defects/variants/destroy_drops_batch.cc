@@ -53,15 +53,13 @@ oar_status_t copy_h2d(oar_stream_t s, oar_memory_t dst, uint64_t offset, const v
                  [=] { return real->memory_copy_h2d(s, dst, offset, src, size); });
 }
 
-oar_status_t copy_d2h(oar_stream_t s, void* dst, oar_memory_t src, uint64_t offset,
-                      uint64_t size) {
+oar_status_t copy_d2h(oar_stream_t s, void* dst, oar_memory_t src, uint64_t offset, uint64_t size) {
   if (offset + size < offset) return real->memory_copy_d2h(s, dst, src, offset, size);
   return batched(s, real->memory_copy_d2h(s, dst, src, offset + size, 0),
                  [=] { return real->memory_copy_d2h(s, dst, src, offset, size); });
 }
 
-oar_status_t fill(oar_stream_t s, oar_memory_t dst, uint64_t offset, uint8_t value,
-                  uint64_t size) {
+oar_status_t fill(oar_stream_t s, oar_memory_t dst, uint64_t offset, uint8_t value, uint64_t size) {
   if (offset + size < offset) return real->memory_fill(s, dst, offset, value, size);
   return batched(s, real->memory_fill(s, dst, offset + size, value, 0),
                  [=] { return real->memory_fill(s, dst, offset, value, size); });
@@ -70,8 +68,9 @@ oar_status_t fill(oar_stream_t s, oar_memory_t dst, uint64_t offset, uint8_t val
 oar_status_t copy_d2d(oar_stream_t s, oar_memory_t dst, uint64_t dst_offset, oar_memory_t src,
                       uint64_t src_offset, uint64_t size) {
   oar_status_t flushed = flush(s);
-  return flushed != OAR_STATUS_OK ? flushed
-                                  : real->memory_copy_d2d(s, dst, dst_offset, src, src_offset, size);
+  return flushed != OAR_STATUS_OK
+             ? flushed
+             : real->memory_copy_d2d(s, dst, dst_offset, src, src_offset, size);
 }
 
 oar_status_t stream_synchronize(oar_stream_t s) {

@@ -40,8 +40,8 @@ oar_status_t kernel(const oar_kernel_call_t* call) {
     int64_t count = 1;
     for (int d = 0; d < t.ndim; ++d) count *= t.shape[d];
     // cpu memory handles are host pointers; index inputs are contiguous.
-    auto* indices = new Indices{reinterpret_cast<int64_t*>(static_cast<char*>(t.data) + t.byte_offset),
-                                count};
+    auto* indices =
+        new Indices{reinterpret_cast<int64_t*>(static_cast<char*>(t.data) + t.byte_offset), count};
     oar_status_t queued = real->stream_add_host_callback(call->stream, truncate_indices, indices);
     if (queued != OAR_STATUS_OK) {
       delete indices;

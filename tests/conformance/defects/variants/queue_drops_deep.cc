@@ -41,20 +41,17 @@ oar_status_t copy_h2d(oar_stream_t s, oar_memory_t dst, uint64_t offset, const v
   return in_ring(s, [&] { return real->memory_copy_h2d(s, dst, offset, src, size); });
 }
 
-oar_status_t copy_d2h(oar_stream_t s, void* dst, oar_memory_t src, uint64_t offset,
-                      uint64_t size) {
+oar_status_t copy_d2h(oar_stream_t s, void* dst, oar_memory_t src, uint64_t offset, uint64_t size) {
   return in_ring(s, [&] { return real->memory_copy_d2h(s, dst, src, offset, size); });
 }
 
 oar_status_t copy_d2d(oar_stream_t s, oar_memory_t dst, uint64_t dst_offset, oar_memory_t src,
                       uint64_t src_offset, uint64_t size) {
-  return in_ring(s, [&] {
-    return real->memory_copy_d2d(s, dst, dst_offset, src, src_offset, size);
-  });
+  return in_ring(s,
+                 [&] { return real->memory_copy_d2d(s, dst, dst_offset, src, src_offset, size); });
 }
 
-oar_status_t fill(oar_stream_t s, oar_memory_t dst, uint64_t offset, uint8_t value,
-                  uint64_t size) {
+oar_status_t fill(oar_stream_t s, oar_memory_t dst, uint64_t offset, uint8_t value, uint64_t size) {
   return in_ring(s, [&] { return real->memory_fill(s, dst, offset, value, size); });
 }
 
