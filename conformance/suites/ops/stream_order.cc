@@ -1,7 +1,10 @@
 // Execution order and concurrency of operator kernels.
 //
 // behind_a_gate: the operator runs on a stream of its own (not the default
-// stream) behind a gate, a host callback that blocks until the test opens it.
+// stream) behind a gate, a host callback that blocks until the test opens it
+// (behind_an_event: the real inputs are uploaded behind a gate on another
+// stream, and the test stream waits for that stream's event right before the
+// kernel).
 // Its inputs hold decoy values and its outputs a sentinel before the gate;
 // the real inputs are uploaded behind the gate, then the kernel is dispatched
 // and the downloads of its outputs queued. While the gate is held, a copy on
@@ -47,8 +50,10 @@ constexpr int kAhead = kGatedRounds;  // rounds a stream may be ahead of its dev
 constexpr int kMaxRounds = 4096;
 constexpr uint64_t kRoundBytes = uint64_t(32) << 20;
 constexpr auto kDispatchTime = 40ms;
-// How long the gated kernel gets to misbehave before the other stream looks.
-constexpr auto kSettle = 2ms;
+// How long the gated kernel gets to misbehave before the other stream looks:
+// twice what the same call took on an idle stream, within these bounds.
+constexpr auto kMinSettle = 2ms;
+constexpr auto kMaxSettle = 250ms;
 // How long a copy on another stream may take while the gate is held; a device
 // that runs its streams one after another never finishes it, and then there
 // is nothing to observe.
@@ -99,8 +104,8 @@ class Gate {
 
 std::string blocked_message(const std::string& what, const std::string& call) {
   return what + ": " + call +
-         " did not return while work queued before it on its stream was held by a host callback "
-         "(it returned when the callback gave up after " +
+         " did not return while work queued before it was held by a host callback (it returned "
+         "when the callback gave up after " +
          std::to_string(std::chrono::seconds(kHoldLimit).count()) +
          " s): a call must queue its work on the stream and return, not wait for the work "
          "ahead of it";
@@ -195,8 +200,20 @@ void synchronize(Stream& stream, const std::string& what) {
   }
 }
 
-void behind_a_gate(TestContext& context, const std::string& id, const ops::OpSchema& schema,
-                   const OpCase& c, Family family) {
+// What holds the test stream's work: a gate on the stream itself, or a
+// stream_wait_event on an event recorded behind a gate on another stream.
+enum class Hold { kCallback, kEvent };
+
+// What the held work was waiting for, for messages.
+const char* held_text(Hold hold) {
+  return hold == Hold::kCallback
+             ? "the work queued before it on its stream was still held by a host callback"
+             : "its stream was still waiting (stream_wait_event) for an event of another "
+               "stream that had not completed";
+}
+
+void run_held(TestContext& context, const std::string& id, const ops::OpSchema& schema,
+              const OpCase& c, Family family, Hold hold) {
   Device& device = context.device;
   abi::require_feature(device, OAR_DEVICE_FEATURE_HOST_CALLBACKS);
   // Copies that may block until they are done cannot be queued behind a held
@@ -218,23 +235,48 @@ void behind_a_gate(TestContext& context, const std::string& id, const ops::OpSch
     for (size_t i = 0; i < decoys.size(); ++i) {
       inputs.push_back(guarded_input(home, decoys[i], c.inputs[i].transposed));
     }
-    outputs = allocate_outputs(home, schema, pointers(inputs), c.attrs, c.out_dtype, c.fill_shape);
+    // The same call once on an idle stream: how long a kernel that ignored
+    // the gate would need to show.
+    std::vector<Tensor> timed =
+        allocate_outputs(home, schema, pointers(inputs), c.attrs, c.out_dtype, c.fill_shape);
     synchronize(home, what + ": preparing the inputs failed");
+    const auto start = Clock::now();
+    try {
+      dispatch_op(home, schema, pointers(inputs), timed, c.attrs);
+      home.synchronize();
+    } catch (const Error& e) {
+      fail(what + ": the call failed on an idle stream: " + e.what());
+    }
+    const auto settle =
+        std::clamp<Clock::duration>(2 * (Clock::now() - start), kMinSettle, kMaxSettle);
+    outputs = allocate_outputs(home, schema, pointers(inputs), c.attrs, c.out_dtype, c.fill_shape);
+    synchronize(home, what + ": preparing the outputs failed");
 
     Stream stream = device.create_stream();
     Stream observer = device.create_stream();
+    Stream producer = device.create_stream();
+    // The real inputs are uploaded behind the gate: on the test stream
+    // itself, or on a producer stream whose event the test stream waits for
+    // right before the kernel (as a framework's loader stream feeds its
+    // compute stream).
+    Stream& uploader = hold == Hold::kCallback ? stream : producer;
     Gate gate;
-    gate.hold(stream);
+    gate.hold(uploader);
+    if (async) {
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        queue_upload(uploader, inputs[i], host[i], c.inputs[i].transposed);
+      }
+      if (gate.expired()) fail(blocked_message(what, "a copy"));
+    }
+    Event ready = device.create_event();
+    if (hold == Hold::kEvent) {
+      ready.record(producer);
+      stream.wait(ready);
+    }
     auto queue_reads = [&] {
       for (const Tensor& t : outputs) results.push_back(queue_read(stream, t));
       for (const GuardedInput& in : inputs) input_reads.push_back(queue_read(stream, in.tensor));
     };
-    if (async) {
-      for (size_t i = 0; i < inputs.size(); ++i) {
-        queue_upload(stream, inputs[i], host[i], c.inputs[i].transposed);
-      }
-      if (gate.expired()) fail(blocked_message(what, "a copy"));
-    }
     try {
       dispatch_op(stream, schema, pointers(inputs), outputs, c.attrs);
     } catch (const Error& e) {
@@ -243,13 +285,14 @@ void behind_a_gate(TestContext& context, const std::string& id, const ops::OpSch
     if (gate.expired()) fail(blocked_message(what, "the kernel call"));
     if (async) queue_reads();
 
-    std::this_thread::sleep_for(kSettle);
+    std::this_thread::sleep_for(settle);
     for (const Tensor& t : outputs) peeks.push_back(queue_read(observer, t));
     Event peeked = device.create_event();
     peeked.record(observer);
     observed = completes_within(peeked, kObserve) && !gate.expired();
     gate.open();
     if (!async) queue_reads();
+    synchronize(producer, what + ": the producer stream failed after the gate opened");
     synchronize(stream, what + ": the stream failed after the gate opened");
     synchronize(observer, what + ": a copy on another stream failed");
   }
@@ -260,9 +303,9 @@ void behind_a_gate(TestContext& context, const std::string& id, const ops::OpSch
       if (written == 0) continue;
       fail(what + ": the kernel wrote output " + std::to_string(i) + " (" +
            std::to_string(written) + " of its " + std::to_string(outputs[i].nbytes()) +
-           " bytes, as a copy on another stream saw) while the work queued before it on its "
-           "stream was still held by a host callback: a kernel must run in stream order, after "
-           "the work submitted before it, not when it is dispatched");
+           " bytes, as a copy on another stream saw) while " + held_text(hold) +
+           ": a kernel must run in stream order, after the work submitted before it, not when "
+           "it is dispatched");
     }
   }
   std::vector<bool> unwritten;
@@ -287,8 +330,10 @@ void behind_a_gate(TestContext& context, const std::string& id, const ops::OpSch
       if (from_decoys) {
         fail(what +
              ": the kernel computed from the values its inputs held before the gate: it "
-             "read them before the uploads queued ahead of it on its stream had run (a "
-             "kernel must run in stream order, after the work submitted before it)");
+             "read them while " +
+             held_text(hold) +
+             ", before the uploads queued ahead of it had run (a kernel must run in stream "
+             "order, after the work submitted before it)");
       }
     }
     for (size_t i = 0; i < outputs.size(); ++i) {
@@ -302,6 +347,16 @@ void behind_a_gate(TestContext& context, const std::string& id, const ops::OpSch
     }
     fail(std::string("behind a gate: ") + e.what());
   }
+}
+
+void behind_a_gate(TestContext& context, const std::string& id, const ops::OpSchema& schema,
+                   const OpCase& c, Family family) {
+  run_held(context, id, schema, c, family, Hold::kCallback);
+}
+
+void behind_an_event(TestContext& context, const std::string& id, const ops::OpSchema& schema,
+                     const OpCase& c, Family family) {
+  run_held(context, id, schema, c, family, Hold::kEvent);
 }
 
 // Fails naming |what| unless |got| is right: equal to |first| (already
@@ -482,6 +537,7 @@ void register_execution_tests(Registry& registry, const ops::OpSchema& schema,
   using Body =
       void (*)(TestContext&, const std::string&, const ops::OpSchema&, const OpCase&, Family);
   const std::pair<const char*, Body> tests[] = {{"behind_a_gate", behind_a_gate},
+                                                {"behind_an_event", behind_an_event},
                                                 {"concurrent_streams", concurrent_streams}};
   for (const auto& [name, body] : tests) {
     const std::string id = prefix + name;
