@@ -61,10 +61,12 @@ TEST_F(FailedStreamTest, DestroyingAFailedStreamReleasesWhatWaitedOnIt) {
   {
     Stream failed = device_->create_stream();
     fail(failed);
-    Tensor t = Tensor::empty(*device_, {kElements}, dtype::f32, &failed);
-    // Used on the healthy stream too: freeing it waits for an event on each.
-    t.buffer()->record_stream(healthy);
-  }  // the failed stream is destroyed; its event can only report the error
+    Tensor t = Tensor::empty(*device_, {kElements}, dtype::f32, &healthy);
+    // Used on the failed stream too: freeing it waits for an event there,
+    // which can only report the error.
+    t.buffer()->record_stream(failed);
+    t = Tensor();
+  }  // the failed stream is destroyed
   EXPECT_NO_THROW(device_->empty_cache());
   EXPECT_EQ(device_->memory_stats().reserved_bytes, 0u)
       << "memory of a destroyed failed stream stayed reserved";
