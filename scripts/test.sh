@@ -4,7 +4,8 @@
 # UndefinedBehaviorSanitizer in build-asan/ (leaks at shutdown included). The
 # opencl and vulkan plugins are left out of the sanitized build: their drivers
 # here (PoCL, lavapipe) are uninstrumented LLVM JITs whose own allocations the
-# leak checker would report.
+# leak checker would report. Then the multi-threaded tests and the stress test
+# under ThreadSanitizer in build-tsan/ (core, cpu and sim plugins only).
 # Usage: scripts/test.sh [--no-asan]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,7 +21,19 @@ if [ "${1:-}" != "--no-asan" ]; then
   cmake --build build-asan -j "$jobs"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     ctest --test-dir build-asan --output-on-failure -j "$jobs" --timeout 600 \
-    -R 'AllocatorTest|CachingAllocator|AllocatorConfig|CopyTest|StreamEventTest|DispatchTest|OpsTest|DlpackTest|ShutdownTest|TraceTest|WorkQueue|Sdk|Loader|Validat|SimTest'
+    -R 'AllocatorTest|CachingAllocator|AllocatorConfig|CopyTest|StreamEventTest|DispatchTest|OpsTest|DlpackTest|ShutdownTest|TraceTest|WorkQueue|Sdk|Loader|Validat|SimTest|OverflowTest|LifetimeTest|TwoRuntimesTest|FailedStreamTest|StressTest'
+fi
+
+# ThreadSanitizer: only what the threaded tests need is built. OpenMP, whose
+# runtime TSan cannot see into, runs one thread.
+if [ "${1:-}" != "--no-asan" ]; then
+  cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOAR_SANITIZE=thread \
+    -DOAR_BUILD_BENCHMARKS=OFF -DOAR_PLUGIN_OPENCL=OFF -DOAR_PLUGIN_VULKAN=OFF
+  cmake --build build-tsan -j "$jobs" --target oar_runtime_test oar_stress_test \
+    oar_caching_allocator_test oar_plugin_sdk_test oar_plugin_cpu oar_plugin_sim
+  OMP_NUM_THREADS=1 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+    ctest --test-dir build-tsan --output-on-failure -j "$jobs" --timeout 600 \
+    -R 'StreamEventTest|AllocatorTest|WorkQueue|TwoRuntimesTest|TraceTest|FailedStreamTest|StressTest|LifetimeTest'
 fi
 
 # libFuzzer over every parser of outside input (manifests, environment, ELF
