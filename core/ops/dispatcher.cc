@@ -154,6 +154,11 @@ void dispatch(Stream& stream, const OpId& op, const DLTensor* inputs, size_t num
   Device& device = stream.device();
   detail::Plugin& plugin = device.plugin();
   const uint32_t op_value = op.value();
+  if ((num_inputs > 0 && inputs == nullptr) || (num_outputs > 0 && outputs == nullptr) ||
+      (num_attrs > 0 && attrs == nullptr)) {
+    throw Error(OAR_STATUS_INVALID_ARGUMENT,
+                detail::op_name(op_value) + ": NULL tensors or attributes with a nonzero count");
+  }
   const bool tracing = detail::Tracer::instance().enabled();
   detail::TraceScope trace(tracing ? detail::op_name(op_value).c_str() : "", "op", device.name(),
                            stream.handle(), tracing);
@@ -180,6 +185,16 @@ void dispatch(Stream& stream, const OpId& op, const DLTensor* inputs, size_t num
   std::vector<DLTensor> heap_tensors;
   std::vector<int64_t> heap_strides;
   DLTensor* tensors = inline_tensors;
+  // The strides storage below is sized by the largest ndim: a garbage ndim
+  // must be refused, not allocated.
+  for (size_t i = 0; i < count; ++i) {
+    const DLTensor& t = i < num_inputs ? inputs[i] : outputs[i - num_inputs];
+    if (t.ndim < 0 || t.ndim > Tensor::kMaxDlpackDims) {
+      throw Error(OAR_STATUS_INVALID_ARGUMENT, detail::op_name(op_value) + ": a tensor has " +
+                                                   std::to_string(t.ndim) + " dimensions (0 to " +
+                                                   std::to_string(Tensor::kMaxDlpackDims) + ")");
+    }
+  }
   bool fits = count <= kInlineTensors;
   for (size_t i = 0; i < count && fits; ++i) {
     const DLTensor& t = i < num_inputs ? inputs[i] : outputs[i - num_inputs];

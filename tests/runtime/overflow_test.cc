@@ -145,6 +145,22 @@ TEST_F(OverflowTest, DispatchRefusesAByteOffsetThatWraps) {
   }
 }
 
+TEST_F(OverflowTest, DispatchRefusesAGarbageNdimAndNullArrays) {
+  Tensor storage = Tensor::empty(device(), {4}, dtype::f32);
+  Tensor out = Tensor::empty(device(), {4}, dtype::f32);
+  RawTensor in(storage, {4}, {});
+  in.dl.ndim = 1 << 30;  // would size a 2^30-entry strides array
+  DLTensor out_dl = out.dl();
+  Stream& stream = device().default_stream();
+  static const OpId relu("relu");
+  error_of(OAR_STATUS_INVALID_ARGUMENT, [&] { dispatch(stream, relu, &in.dl, 1, &out_dl, 1); });
+  in.dl.ndim = -1;
+  error_of(OAR_STATUS_INVALID_ARGUMENT, [&] { dispatch(stream, relu, &in.dl, 1, &out_dl, 1); });
+  error_of(OAR_STATUS_INVALID_ARGUMENT, [&] { dispatch(stream, relu, nullptr, 1, &out_dl, 1); });
+  error_of(OAR_STATUS_INVALID_ARGUMENT,
+           [&] { dispatch(stream, relu, &in.dl, 1, &out_dl, 1, nullptr, 2); });
+}
+
 // Shape inference: attributes whose arithmetic wraps must be refused, not
 // turned into a small (or negative) output shape.
 TEST_F(OverflowTest, ShapeInferenceRefusesAttributesThatWrap) {
