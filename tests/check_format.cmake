@@ -6,7 +6,10 @@ file(GLOB_RECURSE sources
   "${SOURCE_DIR}/plugins/*.h" "${SOURCE_DIR}/plugins/*.cc" "${SOURCE_DIR}/plugins/*.c"
   "${SOURCE_DIR}/cli/*.h" "${SOURCE_DIR}/cli/*.cc"
   "${SOURCE_DIR}/tests/*.h" "${SOURCE_DIR}/tests/*.cc" "${SOURCE_DIR}/tests/*.c"
-  "${SOURCE_DIR}/bench/*.h" "${SOURCE_DIR}/bench/*.cc" "${SOURCE_DIR}/samples/*.cc")
+  "${SOURCE_DIR}/conformance/*.h" "${SOURCE_DIR}/conformance/*.cc"
+  "${SOURCE_DIR}/fuzz/*.h" "${SOURCE_DIR}/fuzz/*.cc"
+  "${SOURCE_DIR}/bench/*.h" "${SOURCE_DIR}/bench/*.cc"
+  "${SOURCE_DIR}/samples/*.h" "${SOURCE_DIR}/samples/*.cc")
 set(unformatted "")
 foreach(source IN LISTS sources)
   execute_process(COMMAND "${CLANG_FORMAT}" --dry-run --Werror "${source}"
