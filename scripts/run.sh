@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The main job: builds OAR, lists every plugin and device it finds, and
 # certifies every plugin that has a device here with oar-conform. Reports go
-# to build/conformance/<plugin>/ (report.html, report.json, junit.xml).
+# to build/conformance/<plugin>/ (sim: one per capability profile,
+# build/conformance/sim-<profile>/), each with report.html, report.json and
+# junit.xml; the verdict names the certification profile and its coverage.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
