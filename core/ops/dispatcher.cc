@@ -94,12 +94,13 @@ bool prepare(const Device& device, uint32_t op, DLTensor& t, int64_t* strides_st
   };
   const uint64_t element_size = dtype_size(t.dtype);
   int64_t count = 0;
+  int64_t extents = 0;
   int64_t bytes = 0;
-  if (!util::element_count(t.shape, t.ndim, &count)) {
+  if (!util::element_count(t.shape, t.ndim, &count, &extents)) {
     refuse(OAR_STATUS_INVALID_ARGUMENT,
-           "has a negative dimension or more elements than fit in 64 bits");
+           "has a negative dimension or dimensions whose product leaves 64 bits");
   }
-  if (!util::checked_mul(count, int64_t(element_size), &bytes)) {
+  if (!util::checked_mul(extents, int64_t(element_size), &bytes)) {
     refuse(OAR_STATUS_INVALID_ARGUMENT, "has more bytes than fit in 64 bits");
   }
   bool filled = false;
@@ -119,6 +120,11 @@ bool prepare(const Device& device, uint32_t op, DLTensor& t, int64_t* strides_st
   }
   if (before > t.byte_offset) {
     refuse(OAR_STATUS_OUT_OF_RANGE, "has negative strides that reach before its allocation");
+  }
+  // Kernels load elements as typed values; a GPU faults on a misaligned one.
+  if (element_size > 1 && t.byte_offset % element_size != 0) {
+    refuse(OAR_STATUS_INVALID_ARGUMENT,
+           "has a byte_offset that is not a multiple of its element size (misaligned elements)");
   }
   return filled || !need_contiguous || contiguous(t);
 }

@@ -556,7 +556,9 @@ Shape infer_one(const OpSchema& schema, const std::vector<Shape>& in, const Attr
     int64_t groups = attrs.get_int("groups");
     const Shape& x = in[0];
     const Shape& w = in[1];
-    if (groups < 1 || x[1] % groups != 0 || w[0] % groups != 0 || w[1] * groups != x[1]) {
+    int64_t grouped = 0;
+    if (groups < 1 || x[1] % groups != 0 || w[0] % groups != 0 ||
+        !util::checked_mul(w[1], groups, &grouped) || grouped != x[1]) {
       fail(schema, "channels " + std::to_string(x[1]) + " and weight " + shape_text(w) +
                        " do not fit groups " + std::to_string(groups));
     }
@@ -578,7 +580,7 @@ Shape infer_one(const OpSchema& schema, const std::vector<Shape>& in, const Attr
     std::array<int64_t, 2> stride = attrs.get_pair("stride", {kernel[0], kernel[1]});
     std::array<int64_t, 2> padding = attrs.get_pair("padding", {0, 0});
     for (int i = 0; i < 2; ++i) {
-      if (kernel[i] < 1 || stride[i] < 1 || padding[i] < 0 || 2 * padding[i] > kernel[i]) {
+      if (kernel[i] < 1 || stride[i] < 1 || padding[i] < 0 || padding[i] > kernel[i] / 2) {
         fail(schema, "kernel_size and stride must be >= 1, 0 <= padding <= kernel_size / 2");
       }
     }

@@ -40,9 +40,10 @@ void check_shape(const char* operation, const std::vector<int64_t>& shape, DLDat
     }
   }
   int64_t count = 0;
+  int64_t extents = 0;
   int64_t bytes = 0;
-  if (!util::element_count(shape.data(), int(shape.size()), &count) ||
-      !util::checked_mul(count, int64_t(dtype_size(dtype)), &bytes)) {
+  if (!util::element_count(shape.data(), int(shape.size()), &count, &extents) ||
+      !util::checked_mul(extents, int64_t(dtype_size(dtype)), &bytes)) {
     throw Error(OAR_STATUS_INVALID_ARGUMENT, std::string(operation) + ": shape " +
                                                  shape_text(shape) + " of " + dtype_name(dtype) +
                                                  " overflows 64-bit sizes");
@@ -129,6 +130,14 @@ Tensor Tensor::view(std::shared_ptr<Buffer> buffer, std::vector<int64_t> shape, 
                                              " bytes at offset " + std::to_string(byte_offset) +
                                              " of a " + std::to_string(buffer->size()) +
                                              "-byte buffer");
+  }
+  // Elements must be naturally aligned: kernels load them as typed values,
+  // and a GPU faults on a misaligned one.
+  if ((buffer->offset() + byte_offset) % dtype_size(dtype) != 0) {
+    throw Error(OAR_STATUS_INVALID_ARGUMENT,
+                "Tensor::view: byte offset " + std::to_string(buffer->offset() + byte_offset) +
+                    " is not a multiple of the " + std::to_string(dtype_size(dtype)) +
+                    "-byte element size of " + dtype_name(dtype));
   }
   Tensor tensor;
   tensor.buffer_ = std::move(buffer);
@@ -276,6 +285,12 @@ Tensor Tensor::from_dlpack(const Runtime& runtime, DLManagedTensor* managed) {
     throw Error(OAR_STATUS_OUT_OF_RANGE, "from_dlpack: byte_offset " +
                                              std::to_string(dl.byte_offset) + " plus " +
                                              std::to_string(extent) + " bytes overflows");
+  }
+  if (dl.byte_offset % dtype_size(dl.dtype) != 0) {
+    throw Error(OAR_STATUS_INVALID_ARGUMENT,
+                "from_dlpack: byte_offset " + std::to_string(dl.byte_offset) +
+                    " is not a multiple of the " + std::to_string(dtype_size(dl.dtype)) +
+                    "-byte element size (elements must be naturally aligned)");
   }
   if (dl.data == nullptr && extent != 0) {
     throw Error(OAR_STATUS_INVALID_ARGUMENT, "from_dlpack: data is NULL for a non-empty tensor");

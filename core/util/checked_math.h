@@ -29,23 +29,25 @@ inline bool checked_mul(uint64_t a, uint64_t b, uint64_t* out) {
 }
 
 // The number of elements of |shape|: false if a dimension is negative or the
-// product leaves int64_t. A zero dimension makes the count 0 whatever the
-// others are.
-inline bool element_count(const int64_t* shape, int ndim, int64_t* out) {
-  int64_t count = 1;
+// product of its nonzero dimensions leaves int64_t. A zero dimension makes the
+// count 0, but the other dimensions must still multiply within 64 bits: a
+// kernel may multiply any of them (the extents of the dimensions it keeps or
+// reduces) before it sees that there is nothing to do. |out_extents|, when
+// given, receives that product of the nonzero dimensions.
+inline bool element_count(const int64_t* shape, int ndim, int64_t* out,
+                          int64_t* out_extents = nullptr) {
+  int64_t extents = 1;
   bool zero = false;
   for (int i = 0; i < ndim; ++i) {
     if (shape[i] < 0) return false;
-    if (shape[i] == 0) zero = true;
+    if (shape[i] == 0) {
+      zero = true;
+      continue;
+    }
+    if (!checked_mul(extents, shape[i], &extents)) return false;
   }
-  if (zero) {
-    *out = 0;
-    return true;
-  }
-  for (int i = 0; i < ndim; ++i) {
-    if (!checked_mul(count, shape[i], &count)) return false;
-  }
-  *out = count;
+  *out = zero ? 0 : extents;
+  if (out_extents != nullptr) *out_extents = extents;
   return true;
 }
 

@@ -15,7 +15,7 @@ namespace oar {
 class Device;
 class Stream;
 
-class Buffer : private detail::Tracked {
+class Buffer final : private detail::Tracked {
  public:
   Buffer() = default;
   ~Buffer();

@@ -12,7 +12,7 @@ namespace oar {
 class Device;
 class Stream;
 
-class Event : public detail::DeviceHandle<Event, oar_event_t> {
+class Event final : public detail::DeviceHandle<Event, oar_event_t> {
  public:
   Event() = default;
   ~Event() { release(); }

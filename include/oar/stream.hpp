@@ -17,7 +17,7 @@ class Buffer;
 class Device;
 class Event;
 
-class Stream : public detail::DeviceHandle<Stream, oar_stream_t> {
+class Stream final : public detail::DeviceHandle<Stream, oar_stream_t> {
  public:
   Stream() = default;
   ~Stream() { release(); }

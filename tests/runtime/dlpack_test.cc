@@ -154,6 +154,8 @@ TEST_F(DlpackTest, MalformedImportsAreRefusedAndReleasedOnce) {
        OAR_STATUS_INVALID_ARGUMENT},
       {"byte_offset that wraps", [](DLTensor& t, ForeignArray&) { t.byte_offset = UINT64_MAX - 3; },
        OAR_STATUS_OUT_OF_RANGE},
+      {"misaligned byte_offset", [](DLTensor& t, ForeignArray&) { t.byte_offset = 2; },
+       OAR_STATUS_INVALID_ARGUMENT},
   };
   for (const Case& c : cases) {
     int deleted = 0;

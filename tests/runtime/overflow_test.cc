@@ -28,9 +28,19 @@ TEST_F(OverflowTest, EmptyWhoseByteSizeWrapsIsRefused) {
 }
 
 TEST_F(OverflowTest, EmptyWithAZeroDimensionIsEmptyEvenBesideAHugeOne) {
-  Tensor t = Tensor::empty(device(), {0, INT64_MAX}, dtype::f32);
+  Tensor t = Tensor::empty(device(), {0, INT64_MAX / 8}, dtype::f64);
   EXPECT_EQ(t.numel(), 0);
   EXPECT_EQ(t.nbytes(), 0u);
+}
+
+TEST_F(OverflowTest, EmptyShapeWhoseOtherDimensionsWrapIsRefused) {
+  // No elements, but a kernel multiplies the other extents (reductions do).
+  error_of(OAR_STATUS_INVALID_ARGUMENT, [&] {
+    Tensor::empty(device(), {0, INT64_MAX, INT64_MAX}, dtype::f32);
+  });
+  error_of(OAR_STATUS_INVALID_ARGUMENT, [&] {
+    Tensor::empty(device(), {0, int64_t(1) << 62}, dtype::f32);
+  });
 }
 
 TEST_F(OverflowTest, EmptyOfASubByteDtypeIsRefused) {
@@ -52,6 +62,14 @@ TEST_F(OverflowTest, ViewWithAStrideThatWrapsIsRefused) {
   // A byte offset near 2^64 must not wrap around the buffer's size either.
   error_of(OAR_STATUS_OUT_OF_RANGE,
            [&] { Tensor::view(buffer, {1}, dtype::f32, {}, UINT64_MAX - 1); });
+}
+
+TEST_F(OverflowTest, ViewAtAMisalignedOffsetIsRefused) {
+  auto buffer = std::make_shared<Buffer>(device().allocate(64));
+  error_of(OAR_STATUS_INVALID_ARGUMENT, [&] { Tensor::view(buffer, {2}, dtype::f32, {}, 2); });
+  error_of(OAR_STATUS_INVALID_ARGUMENT, [&] { Tensor::view(buffer, {2}, dtype::i64, {}, 4); });
+  EXPECT_EQ(Tensor::view(buffer, {2}, dtype::f32, {}, 8).dl().byte_offset % 4, 0u);
+  EXPECT_EQ(Tensor::view(buffer, {3}, dtype::boolean, {}, 3).numel(), 3);
 }
 
 TEST_F(OverflowTest, ViewWhoseElementCountWrapsIsRefused) {
@@ -145,6 +163,16 @@ TEST_F(OverflowTest, DispatchRefusesAByteOffsetThatWraps) {
   }
 }
 
+TEST_F(OverflowTest, DispatchRefusesMisalignedElements) {
+  Tensor storage = Tensor::empty(device(), {8}, dtype::f32);
+  Tensor out = Tensor::empty(device(), {4}, dtype::f32);
+  RawTensor in(storage, {4}, {});
+  in.dl.byte_offset += 2;
+  DLTensor out_dl = out.dl();
+  error_of(OAR_STATUS_INVALID_ARGUMENT,
+           [&] { dispatch(device().default_stream(), OpId("relu"), &in.dl, 1, &out_dl, 1); });
+}
+
 TEST_F(OverflowTest, DispatchRefusesAGarbageNdimAndNullArrays) {
   Tensor storage = Tensor::empty(device(), {4}, dtype::f32);
   Tensor out = Tensor::empty(device(), {4}, dtype::f32);
@@ -181,11 +209,36 @@ TEST_F(OverflowTest, ShapeInferenceRefusesAttributesThatWrap) {
     ops::call(stream, "max_pool2d", {&x},
               {Attr("kernel_size", window), Attr("padding", window_padding)});
   });
+  // Found by the ops fuzzer: 2 * padding wrapped before it was compared.
+  std::vector<int64_t> odd_window = {3, 3};
+  std::vector<int64_t> wrapping_padding = {INT64_MAX / 2 + 7, 0};
+  error_of(OAR_STATUS_INVALID_ARGUMENT, [&] {
+    ops::call(stream, "max_pool2d", {&x},
+              {Attr("kernel_size", odd_window), Attr("padding", wrapping_padding)});
+  });
+  // conv2d: weight channels times groups wraps (to 0, the input's channels).
+  Tensor no_channels = Tensor::empty(device(), {1, 0, 4, 4}, dtype::f32);
+  Tensor grouped_w = Tensor::empty(device(), {0, 4, 1, 1}, dtype::f32);
+  error_of(OAR_STATUS_INVALID_ARGUMENT, [&] {
+    ops::call(stream, "conv2d", {&no_channels, &grouped_w}, {Attr("groups", int64_t(1) << 62)});
+  });
   // slice: (end - start + step - 1) wraps for a step near 2^63.
   Tensor v = Tensor::empty(device(), {8}, dtype::f32);
   std::vector<Tensor> sliced =
       ops::call(stream, "slice", {&v}, {Attr("axis", 0), Attr("step", int64_t(INT64_MAX))});
   EXPECT_EQ(sliced[0].shape(), std::vector<int64_t>{1});
+  // Found by the ops fuzzer: the cpu slice kernel multiplied the stride by a
+  // step near 2^63 (UBSan's report in the sanitized stage); one element stays.
+  std::vector<float> values = {0, 1, 2, 3, 4, 5, 6, 7};
+  Tensor m = Tensor::empty(device(), {2, 4}, dtype::f32);
+  m.copy_from_host(stream, values.data());
+  std::vector<Tensor> one = ops::call(stream, "slice", {&m},  // axis 0 has stride 4
+                                      {Attr("axis", 0), Attr("step", int64_t(INT64_MAX - 3))});
+  ASSERT_EQ(one[0].shape(), (std::vector<int64_t>{1, 4}));
+  std::vector<float> column(4);
+  one[0].copy_to_host(stream, column.data());
+  stream.synchronize();
+  EXPECT_EQ(column, (std::vector<float>{0, 1, 2, 3}));
   // concat: the joined dimension wraps (zero strides keep the inputs small).
   auto buffer = std::make_shared<Buffer>(device().allocate(64));
   Tensor a = Tensor::view(buffer, {kBig}, dtype::boolean, {0});

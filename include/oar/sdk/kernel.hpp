@@ -321,6 +321,15 @@ Loop<N> make_loop(const TensorView (&views)[N]) {
     require(views[k].ndim <= target.ndim, OAR_STATUS_INVALID_ARGUMENT,
             "an input has more dimensions than the output");
   }
+  // An empty output: nothing to visit, and its operands' strides (which may
+  // be anything beside a zero extent) must not enter the arithmetic below.
+  for (int d = 0; d < target.ndim; ++d) {
+    if (target.shape[d] == 0) {
+      loop.ndim = 1;
+      loop.shape[0] = 0;
+      return loop;
+    }
+  }
   for (int d = 0; d < target.ndim; ++d) {
     const int64_t extent = target.shape[d];
     int64_t stride[N];
@@ -337,7 +346,9 @@ Loop<N> make_loop(const TensorView (&views)[N]) {
     if (extent == 1) continue;
     bool merge = loop.ndim > 0;
     for (int k = 0; k < N && merge; ++k) {
-      merge = loop.strides[k][loop.ndim - 1] == stride[k] * extent;
+      int64_t span = 0;  // may leave int64_t for a view reaching near 2^63: then no merge
+      merge = !__builtin_mul_overflow(stride[k], extent, &span) &&
+              loop.strides[k][loop.ndim - 1] == span;
     }
     if (!merge) loop.shape[loop.ndim++] = 1;
     loop.shape[loop.ndim - 1] *= extent;

@@ -38,24 +38,43 @@ void transpose_kernel(KernelContext& context) {
   launch_copies(context, {copy_loop(context.outputs[0], source)});
 }
 
+bool is_empty(const View& v) {
+  for (int d = 0; d < v.ndim; ++d) {
+    if (v.shape[d] == 0) return true;
+  }
+  return false;
+}
+
 void slice_kernel(KernelContext& context) {
   View source = context.inputs[0];
   const int64_t axis = axis_attr(context, source.ndim);
   const int64_t n = source.shape[axis];
+  // Nothing to copy (start may then be n, one past what the strides reach,
+  // and an empty tensor's strides may be anything).
+  if (is_empty(context.outputs[0])) return;
   int64_t start = context.attrs.get_int("start");  // Python's clamping, as the schema
   start = start < 0 ? std::max<int64_t>(start + n, 0) : std::min(start, n);
   source.data += start * source.strides[axis] * int64_t(source.element_size());
   source.shape[axis] = context.outputs[0].shape[axis];
-  source.strides[axis] *= context.attrs.get_int("step");
+  // A step beyond the axis leaves one element, whose stride is never followed
+  // and may not fit in 64 bits; two or more elements fit (the core checked
+  // the input's extent).
+  int64_t stepped = 0;
+  if (__builtin_mul_overflow(source.strides[axis], context.attrs.get_int("step"), &stepped)) {
+    stepped = 0;
+  }
+  source.strides[axis] = stepped;
   launch_copies(context, {copy_loop(context.outputs[0], source)});
 }
 
 void concat_kernel(KernelContext& context) {
   const View& y = context.outputs[0];
+  if (is_empty(y)) return;  // an empty tensor's strides may be anything
   const int64_t axis = axis_attr(context, y.ndim);
   std::vector<Loop<2>> loops;
   int64_t at = 0;
   for (const View& x : context.inputs) {
+    if (x.shape[axis] == 0) continue;  // at may be one past the last element
     View part = y;
     part.data += at * y.strides[axis] * int64_t(y.element_size());
     part.shape[axis] = x.shape[axis];
