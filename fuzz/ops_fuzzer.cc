@@ -259,14 +259,6 @@ void make_attributes(Input& in, const oar::ops::OpSchema& schema, Attributes* ou
 
 }  // namespace
 
-// The plugins are dlopen'ed modules whose worker threads use dynamic TLS,
-// which LeakSanitizer's DTLS tracking misreads with this glibc (its tracer
-// dies scanning a bogus range); the leak check itself stays on.
-extern "C" const char* __asan_default_options() { return "intercept_tls_get_addr=0"; }
-// LLVM's OpenMP runtime (the cpu kernels' threads) leaves its thread-team
-// structures allocated at exit; they are its own, not OAR's.
-extern "C" const char* __lsan_default_suppressions() { return "leak:libomp.so\n"; }
-
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   setenv("OMP_NUM_THREADS", "1", 1);
   targets();
