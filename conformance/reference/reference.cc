@@ -11,21 +11,18 @@
 #include <limits>
 #include <map>
 
+#include "conformance/reference/reference_parts.h"
 #include "oar/dtype.hpp"
 #include "oar/error.hpp"
 
 namespace oar::conformance {
-namespace {
+namespace ref {
 
-using Shape = std::vector<int64_t>;
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
-[[noreturn]] void fail(oar_status_t code, const std::string& what) { throw Error(code, what); }
+void fail(oar_status_t code, const std::string& what) { throw Error(code, what); }
 
 bool is_float(DLDataType t) { return (ops::dtype_bit(t) & ops::kFloats) != 0; }
 
-int64_t product(const Shape& s, size_t from = 0, size_t to = SIZE_MAX) {
+int64_t product(const Shape& s, size_t from, size_t to) {
   int64_t n = 1;
   for (size_t i = from; i < std::min(to, s.size()); ++i) n *= s[i];
   return n;
@@ -103,7 +100,7 @@ void store(HostTensor& t, int64_t i, T v) {
   std::memcpy(t.bytes.data() + i * sizeof(T), &v, sizeof(T));
 }
 
-[[noreturn]] void bad_dtype(DLDataType t) {
+void bad_dtype(DLDataType t) {
   fail(OAR_STATUS_INVALID_ARGUMENT, "reference: dtype " + dtype_name(t) + " is not in the set");
 }
 
@@ -116,7 +113,7 @@ Shape strides_of(const Shape& s) {
 }
 
 // Row-major over |extents|: base + sum(coordinate[d] * strides[d]) per element.
-std::vector<int64_t> index_table(const Shape& extents, const Shape& strides, int64_t base = 0) {
+std::vector<int64_t> index_table(const Shape& extents, const Shape& strides, int64_t base) {
   std::vector<int64_t> table{base};
   for (size_t d = 0; d < extents.size(); ++d) {
     std::vector<int64_t> next;
@@ -172,40 +169,15 @@ double nan_min(double a, double b) { return std::isnan(a) || std::isnan(b) ? kNa
 
 // ---- Operators --------------------------------------------------------------
 
-struct Ctx {
-  const ops::OpSchema& schema;
-  const std::vector<HostTensor>& in;
-  ops::Attrs attrs;
-  std::vector<HostTensor>& out;
-  const HostTensor& x() const { return in[0]; }
-  HostTensor& y() { return out[0]; }
-  int64_t axis() const {
-    const int64_t a = attrs.get_int("axis");
-    return a < 0 ? a + int64_t(in[0].shape.size()) : a;
-  }
-  // The axis of a layout operator: x needs a dimension to index.
-  int64_t layout_axis() const {
-    if (in[0].shape.empty()) {
-      fail(OAR_STATUS_INVALID_ARGUMENT, std::string(schema.name) + ": x needs a dimension");
-    }
-    return axis();
-  }
-};
-using Impl = std::function<void(Ctx&)>;
-using F1 = std::function<double(double)>;
-using I1 = std::function<int64_t(int64_t)>;
-using F2 = std::function<double(double, double)>;
-using I2 = std::function<int64_t(int64_t, int64_t)>;
-
 // Elementwise over broadcast inputs; floats in double, integers/bool in int64.
-void unary(Ctx& c, const F1& f, const I1& g = {}) {
+void unary(Ctx& c, const F1& f, const I1& g) {
   const HostTensor& x = c.x();
   const bool fl = is_float(x.dtype);
   for (int64_t i = 0; i < x.numel(); ++i) {
     fl ? c.y().set(i, f(x.get(i))) : c.y().set_int(i, g(x.get_int(i)));
   }
 }
-void binary(Ctx& c, const F2& f, const I2& g = {}) {
+void binary(Ctx& c, const F2& f, const I2& g) {
   const HostTensor &a = c.in[0], &b = c.in[1];
   HostTensor& y = c.y();
   const auto ia = broadcast_table(y.shape, a.shape), ib = broadcast_table(y.shape, b.shape);
@@ -613,107 +585,116 @@ int64_t int_min(int64_t a, int64_t b) { return std::min(a, b); }
 double plus(double a, double b) { return a + b; }
 double times(double a, double b) { return a * b; }
 
-const std::map<std::string, Impl>& impls() {
-  static const std::map<std::string, Impl> table = {
-      {"fill",
-       [](Ctx& c) {
-         for (int64_t i = 0; i < c.y().numel(); ++i) c.y().set(i, c.attrs.get_float("value"));
-       }},
-      {"copy", [](Ctx& c) { c.y().bytes = c.x().bytes; }},
-      {"cast", cast},
-      {"transpose", permute_copy},
-      {"concat", concat},
-      {"slice", permute_copy},
-      {"index_select", gather_like},
-      {"gather", gather_like},
-      {"embedding", gather_like},
-      {"neg",
-       [](Ctx& c) {
-         unary(
-             c, [](double x) { return -x; }, neg_wrap);
-       }},
-      {"abs",
-       [](Ctx& c) {
-         unary(
-             c, [](double x) { return std::fabs(x); },
-             [](int64_t x) { return x < 0 ? neg_wrap(x) : x; });
-       }},
-      {"exp", [](Ctx& c) { unary(c, [](double x) { return std::exp(x); }); }},
-      {"log", [](Ctx& c) { unary(c, [](double x) { return std::log(x); }); }},
-      {"sqrt", [](Ctx& c) { unary(c, [](double x) { return std::sqrt(x); }); }},
-      {"rsqrt", [](Ctx& c) { unary(c, [](double x) { return 1 / std::sqrt(x); }); }},
-      {"sin", [](Ctx& c) { unary(c, [](double x) { return std::sin(x); }); }},
-      {"cos", [](Ctx& c) { unary(c, [](double x) { return std::cos(x); }); }},
-      {"tanh", [](Ctx& c) { unary(c, [](double x) { return std::tanh(x); }); }},
-      {"sigmoid", [](Ctx& c) { unary(c, [](double x) { return 1 / (1 + std::exp(-x)); }); }},
-      {"relu",
-       [](Ctx& c) {
-         unary(
-             c, [](double x) { return x < 0 ? 0.0 : x; },
-             [](int64_t x) { return x < 0 ? int64_t(0) : x; });
-       }},
-      {"gelu",
-       [](Ctx& c) {
-         const std::string form = c.attrs.get_string("approximate");
-         if (form != "none" && form != "tanh") {
-           fail(OAR_STATUS_INVALID_ARGUMENT, "gelu: approximate must be none or tanh, not " + form);
-         }
-         unary(c, [tanh_form = form == "tanh"](double x) { return gelu(x, tanh_form); });
-       }},
-      {"silu", [](Ctx& c) { unary(c, [](double x) { return x / (1 + std::exp(-x)); }); }},
-      {"erf", [](Ctx& c) { unary(c, [](double x) { return std::erf(x); }); }},
-      {"floor", [](Ctx& c) { unary(c, [](double x) { return std::floor(x); }); }},
-      {"ceil", [](Ctx& c) { unary(c, [](double x) { return std::ceil(x); }); }},
-      {"reciprocal", [](Ctx& c) { unary(c, [](double x) { return 1 / x; }); }},
-      {"add", [](Ctx& c) { binary(c, plus, add_wrap); }},
-      {"sub",
-       [](Ctx& c) {
-         binary(
-             c, [](double a, double b) { return a - b; },
-             [](int64_t a, int64_t b) { return add_wrap(a, neg_wrap(b)); });
-       }},
-      {"mul", [](Ctx& c) { binary(c, times, mul_wrap); }},
-      {"div", [](Ctx& c) { binary(c, [](double a, double b) { return a / b; }); }},
-      {"maximum", [](Ctx& c) { binary(c, nan_max, int_max); }},
-      {"minimum", [](Ctx& c) { binary(c, nan_min, int_min); }},
-      {"pow", [](Ctx& c) { binary(c, [](double a, double b) { return std::pow(a, b); }); }},
-      {"eq", [](Ctx& c) { compare(c, [](auto a, auto b) { return a == b; }); }},
-      {"ne", [](Ctx& c) { compare(c, [](auto a, auto b) { return a != b; }); }},
-      {"lt", [](Ctx& c) { compare(c, [](auto a, auto b) { return a < b; }); }},
-      {"le", [](Ctx& c) { compare(c, [](auto a, auto b) { return a <= b; }); }},
-      {"gt", [](Ctx& c) { compare(c, [](auto a, auto b) { return a > b; }); }},
-      {"ge", [](Ctx& c) { compare(c, [](auto a, auto b) { return a >= b; }); }},
-      {"where", where},
-      {"sum", [](Ctx& c) { reduce(c, 0.0, plus, 0, add_wrap, false, false); }},
-      {"mean", [](Ctx& c) { reduce(c, 0.0, plus, 0, add_wrap, true, false); }},
-      {"max", [](Ctx& c) { reduce(c, -kInf, nan_max, INT64_MIN, int_max, false, true); }},
-      {"min", [](Ctx& c) { reduce(c, kInf, nan_min, INT64_MAX, int_min, false, true); }},
-      {"prod", [](Ctx& c) { reduce(c, 1.0, times, 1, mul_wrap, false, false); }},
-      {"argmax", [](Ctx& c) { arg_reduce(c, true); }},
-      {"argmin", [](Ctx& c) { arg_reduce(c, false); }},
-      {"matmul", matmul},
-      {"softmax", [](Ctx& c) { softmax(c, false); }},
-      {"log_softmax", [](Ctx& c) { softmax(c, true); }},
-      {"layer_norm", [](Ctx& c) { norm(c, false); }},
-      {"rms_norm", [](Ctx& c) { norm(c, true); }},
-      {"batch_norm",
-       [](Ctx& c) {
-         const auto mean = values(c.in[1]), var = values(c.in[2]);
-         const auto w = values(c.in[3]), b = values(c.in[4]);
-         const double eps = c.attrs.get_float("eps");
-         const int64_t C = c.x().shape[1], inner = product(c.x().shape, 2);
-         for (int64_t i = 0; i < c.x().numel(); ++i) {
-           const size_t ch = size_t((i / inner) % C);
-           c.y().set(i, (c.x().get(i) - mean[ch]) / std::sqrt(var[ch] + eps) * w[ch] + b[ch]);
-         }
-       }},
-      {"conv2d", conv2d},
-      {"max_pool2d", [](Ctx& c) { pool2d(c, true); }},
-      {"avg_pool2d", [](Ctx& c) { pool2d(c, false); }},
-      {"scaled_dot_product_attention", attention},
-      {"rotary_embedding", rotary},
-      {"cross_entropy", cross_entropy},
-  };
+const ReferenceTable& impls() {
+  static const ReferenceTable table = [] {
+    ReferenceTable t = {
+        {"fill",
+         [](Ctx& c) {
+           for (int64_t i = 0; i < c.y().numel(); ++i) c.y().set(i, c.attrs.get_float("value"));
+         }},
+        {"copy", [](Ctx& c) { c.y().bytes = c.x().bytes; }},
+        {"cast", cast},
+        {"transpose", permute_copy},
+        {"concat", concat},
+        {"slice", permute_copy},
+        {"index_select", gather_like},
+        {"gather", gather_like},
+        {"embedding", gather_like},
+        {"neg",
+         [](Ctx& c) {
+           unary(
+               c, [](double x) { return -x; }, neg_wrap);
+         }},
+        {"abs",
+         [](Ctx& c) {
+           unary(
+               c, [](double x) { return std::fabs(x); },
+               [](int64_t x) { return x < 0 ? neg_wrap(x) : x; });
+         }},
+        {"exp", [](Ctx& c) { unary(c, [](double x) { return std::exp(x); }); }},
+        {"log", [](Ctx& c) { unary(c, [](double x) { return std::log(x); }); }},
+        {"sqrt", [](Ctx& c) { unary(c, [](double x) { return std::sqrt(x); }); }},
+        {"rsqrt", [](Ctx& c) { unary(c, [](double x) { return 1 / std::sqrt(x); }); }},
+        {"sin", [](Ctx& c) { unary(c, [](double x) { return std::sin(x); }); }},
+        {"cos", [](Ctx& c) { unary(c, [](double x) { return std::cos(x); }); }},
+        {"tanh", [](Ctx& c) { unary(c, [](double x) { return std::tanh(x); }); }},
+        {"sigmoid", [](Ctx& c) { unary(c, [](double x) { return 1 / (1 + std::exp(-x)); }); }},
+        {"relu",
+         [](Ctx& c) {
+           unary(
+               c, [](double x) { return x < 0 ? 0.0 : x; },
+               [](int64_t x) { return x < 0 ? int64_t(0) : x; });
+         }},
+        {"gelu",
+         [](Ctx& c) {
+           const std::string form = c.attrs.get_string("approximate");
+           if (form != "none" && form != "tanh") {
+             fail(OAR_STATUS_INVALID_ARGUMENT,
+                  "gelu: approximate must be none or tanh, not " + form);
+           }
+           unary(c, [tanh_form = form == "tanh"](double x) { return gelu(x, tanh_form); });
+         }},
+        {"silu", [](Ctx& c) { unary(c, [](double x) { return x / (1 + std::exp(-x)); }); }},
+        {"erf", [](Ctx& c) { unary(c, [](double x) { return std::erf(x); }); }},
+        {"floor", [](Ctx& c) { unary(c, [](double x) { return std::floor(x); }); }},
+        {"ceil", [](Ctx& c) { unary(c, [](double x) { return std::ceil(x); }); }},
+        {"reciprocal", [](Ctx& c) { unary(c, [](double x) { return 1 / x; }); }},
+        {"add", [](Ctx& c) { binary(c, plus, add_wrap); }},
+        {"sub",
+         [](Ctx& c) {
+           binary(
+               c, [](double a, double b) { return a - b; },
+               [](int64_t a, int64_t b) { return add_wrap(a, neg_wrap(b)); });
+         }},
+        {"mul", [](Ctx& c) { binary(c, times, mul_wrap); }},
+        {"div", [](Ctx& c) { binary(c, [](double a, double b) { return a / b; }); }},
+        {"maximum", [](Ctx& c) { binary(c, nan_max, int_max); }},
+        {"minimum", [](Ctx& c) { binary(c, nan_min, int_min); }},
+        {"pow", [](Ctx& c) { binary(c, [](double a, double b) { return std::pow(a, b); }); }},
+        {"eq", [](Ctx& c) { compare(c, [](auto a, auto b) { return a == b; }); }},
+        {"ne", [](Ctx& c) { compare(c, [](auto a, auto b) { return a != b; }); }},
+        {"lt", [](Ctx& c) { compare(c, [](auto a, auto b) { return a < b; }); }},
+        {"le", [](Ctx& c) { compare(c, [](auto a, auto b) { return a <= b; }); }},
+        {"gt", [](Ctx& c) { compare(c, [](auto a, auto b) { return a > b; }); }},
+        {"ge", [](Ctx& c) { compare(c, [](auto a, auto b) { return a >= b; }); }},
+        {"where", where},
+        {"sum", [](Ctx& c) { reduce(c, 0.0, plus, 0, add_wrap, false, false); }},
+        {"mean", [](Ctx& c) { reduce(c, 0.0, plus, 0, add_wrap, true, false); }},
+        {"max", [](Ctx& c) { reduce(c, -kInf, nan_max, INT64_MIN, int_max, false, true); }},
+        {"min", [](Ctx& c) { reduce(c, kInf, nan_min, INT64_MAX, int_min, false, true); }},
+        {"prod", [](Ctx& c) { reduce(c, 1.0, times, 1, mul_wrap, false, false); }},
+        {"argmax", [](Ctx& c) { arg_reduce(c, true); }},
+        {"argmin", [](Ctx& c) { arg_reduce(c, false); }},
+        {"matmul", matmul},
+        {"softmax", [](Ctx& c) { softmax(c, false); }},
+        {"log_softmax", [](Ctx& c) { softmax(c, true); }},
+        {"layer_norm", [](Ctx& c) { norm(c, false); }},
+        {"rms_norm", [](Ctx& c) { norm(c, true); }},
+        {"batch_norm",
+         [](Ctx& c) {
+           const auto mean = values(c.in[1]), var = values(c.in[2]);
+           const auto w = values(c.in[3]), b = values(c.in[4]);
+           const double eps = c.attrs.get_float("eps");
+           const int64_t C = c.x().shape[1], inner = product(c.x().shape, 2);
+           for (int64_t i = 0; i < c.x().numel(); ++i) {
+             const size_t ch = size_t((i / inner) % C);
+             c.y().set(i, (c.x().get(i) - mean[ch]) / std::sqrt(var[ch] + eps) * w[ch] + b[ch]);
+           }
+         }},
+        {"conv2d", conv2d},
+        {"max_pool2d", [](Ctx& c) { pool2d(c, true); }},
+        {"avg_pool2d", [](Ctx& c) { pool2d(c, false); }},
+        {"scaled_dot_product_attention", attention},
+        {"rotary_embedding", rotary},
+        {"cross_entropy", cross_entropy},
+    };
+    add_grad_references(t);
+    add_nn_grad_references(t);
+    add_optimizer_references(t);
+    add_layout_v2_references(t);
+    add_math_v2_references(t);
+    return t;
+  }();
   return table;
 }
 
@@ -727,7 +708,9 @@ DLTensor as_dl(const HostTensor& t) {
   return dl;
 }
 
-}  // namespace
+}  // namespace ref
+
+using namespace ref;  // NOLINT: the reference's own helpers
 
 // ---- HostTensor -------------------------------------------------------------
 

@@ -8,84 +8,13 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "core/ops/schema_parts.h"
 #include "core/util/checked_math.h"
 #include "oar/error.hpp"
 #include "oar/ops.hpp"
 
 namespace oar::ops {
-namespace {
-
-using Shape = std::vector<int64_t>;
-
-constexpr int32_t kInt = OAR_ATTR_TYPE_INT;
-constexpr int32_t kFloat = OAR_ATTR_TYPE_FLOAT;
-constexpr int32_t kBoolAttr = OAR_ATTR_TYPE_BOOL;
-constexpr int32_t kString = OAR_ATTR_TYPE_STRING;
-constexpr int32_t kIntArray = OAR_ATTR_TYPE_INT_ARRAY;
-
-AttrSpec required(const char* name, int32_t type) {
-  AttrSpec spec{name, type};
-  spec.required = true;
-  return spec;
-}
-AttrSpec int_attr(const char* name, int64_t value) {
-  AttrSpec spec{name, kInt};
-  spec.default_int = value;
-  return spec;
-}
-AttrSpec float_attr(const char* name, double value) {
-  AttrSpec spec{name, kFloat};
-  spec.default_float = value;
-  return spec;
-}
-AttrSpec bool_attr(const char* name, bool value) {
-  AttrSpec spec{name, kBoolAttr};
-  spec.default_bool = value;
-  return spec;
-}
-AttrSpec string_attr(const char* name, const char* value) {
-  AttrSpec spec{name, kString};
-  spec.default_string = value;
-  return spec;
-}
-AttrSpec ints_attr(const char* name, std::vector<int64_t> value) {
-  AttrSpec spec{name, kIntArray};
-  spec.default_ints = std::move(value);
-  return spec;
-}
-
-OpSchema unary(const char* name, uint32_t dtypes, const char* summary) {
-  return OpSchema{name, "unary", {{"x"}}, {"y"}, {}, dtypes, DtypeRule::kSame, -1, summary};
-}
-OpSchema binary(const char* name, uint32_t dtypes, const char* summary) {
-  return OpSchema{name, "binary", {{"a"}, {"b"}}, {"y"}, {}, dtypes, DtypeRule::kSame, -1, summary};
-}
-OpSchema compare(const char* name, uint32_t dtypes, const char* summary) {
-  return OpSchema{name, "compare", {{"a"}, {"b"}}, {"y"}, {}, dtypes, DtypeRule::kCompare,
-                  -1,   summary};
-}
-OpSchema reduction(const char* name, uint32_t dtypes, const char* summary) {
-  return OpSchema{name,
-                  "reduction",
-                  {{"x"}},
-                  {"y"},
-                  {ints_attr("axes", {}), bool_attr("keepdim", false)},
-                  dtypes,
-                  DtypeRule::kSame,
-                  -1,
-                  summary};
-}
-OpSchema arg_reduction(const char* name, const char* summary) {
-  return OpSchema{name,
-                  "reduction",
-                  {{"x"}},
-                  {"index"},
-                  {required("axis", kInt), bool_attr("keepdim", false)},
-                  kNumbers,
-                  DtypeRule::kArgReduce,
-                  -1,
-                  summary};
-}
+namespace detail {
 
 std::vector<OpSchema> build_schemas() {
   const uint32_t kSigned = kFloats | kInts;
@@ -336,6 +265,11 @@ std::vector<OpSchema> build_schemas() {
                DtypeRule::kIndexed,
                1,
                "loss = -log_softmax(logits)[n, target[n]], reduced by mean, sum or none"});
+  add_grad_schemas(s);
+  add_nn_grad_schemas(s);
+  add_optimizer_schemas(s);
+  add_layout_v2_schemas(s);
+  add_math_v2_schemas(s);
   return s;
 }
 
@@ -631,7 +565,9 @@ Shape infer_one(const OpSchema& schema, const std::vector<Shape>& in, const Attr
   fail(schema, "no shape rule (an OAR bug)");
 }
 
-}  // namespace
+}  // namespace detail
+
+using namespace detail;  // NOLINT: this file is the schema's home
 
 uint32_t dtype_bit(DLDataType t) {
   if (t.lanes != 1) return 0;
@@ -813,6 +749,7 @@ std::vector<std::vector<int64_t>> infer_shapes(const OpSchema& schema, const DLT
     }
   }
   Attrs view(schema, attrs, num_attrs);
+  if (schema.shape_fn != nullptr) return schema.shape_fn(schema, shapes, view);
   if (schema.inputs.empty()) return {};  // fill: the output's shape is the caller's
   return {infer_one(schema, shapes, view)};
 }
@@ -874,6 +811,9 @@ void check_dtypes(const OpSchema& schema, const DLTensor* inputs, size_t num_inp
       need(allowed(inputs[0].dtype), "does not take " + name_of(inputs[0].dtype));
       need(outputs[0].dtype == dtype::i64, "the output must be i64");
       break;
+    case DtypeRule::kCustom:
+      schema.check_dtypes_fn(schema, inputs, num_inputs, outputs, num_outputs);
+      break;
   }
 #undef need
 }
@@ -884,6 +824,8 @@ std::vector<DLDataType> output_dtypes(const OpSchema& schema, DLDataType input_d
       return {dtype::boolean};
     case DtypeRule::kArgReduce:
       return {dtype::i64};
+    case DtypeRule::kCustom:
+      return schema.output_dtypes_fn(schema, input_dtype);
     default:
       return std::vector<DLDataType>(schema.outputs.size(), input_dtype);
   }

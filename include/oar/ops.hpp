@@ -51,7 +51,20 @@ enum class DtypeRule {
   kWhere,      // input 0 is bool; the other inputs and the output share one dtype
   kIndexed,    // input |index_input| is i32 or i64; the rest share one dtype
   kArgReduce,  // the input has a dtype from |dtypes|; the output is i64
+  kCustom,     // the schema's own check_dtypes_fn and output_dtypes_fn decide
 };
+
+struct OpSchema;
+class Attrs;
+// An operator's own shape rule: the output shapes from the input shapes and
+// attributes (throws oar::Error INVALID_ARGUMENT naming the operator).
+using ShapeRule = std::vector<std::vector<int64_t>> (*)(
+    const OpSchema& schema, const std::vector<std::vector<int64_t>>& inputs, const Attrs& attrs);
+// An operator's own dtype check (DtypeRule::kCustom): throws like check_dtypes.
+using DtypeCheck = void (*)(const OpSchema& schema, const DLTensor* inputs, size_t num_inputs,
+                            const DLTensor* outputs, size_t num_outputs);
+// The output dtypes of a kCustom operator whose first data input has |input|.
+using OutputDtypes = std::vector<DLDataType> (*)(const OpSchema& schema, DLDataType input);
 
 struct TensorSpec {
   const char* name;
@@ -80,6 +93,11 @@ struct OpSchema {
   DtypeRule rule = DtypeRule::kSame;
   int index_input = -1;  // for kIndexed
   const char* summary = "";
+  // Operators added after set v1 carry their own rules; nullptr: the built-in
+  // rule of the category and |rule| applies.
+  ShapeRule shape_fn = nullptr;
+  DtypeCheck check_dtypes_fn = nullptr;     // required for kCustom
+  OutputDtypes output_dtypes_fn = nullptr;  // required for kCustom
 };
 
 // Every operator of the set, in documentation order.

@@ -93,6 +93,19 @@ std::vector<Signature> signatures_for(const ops::OpSchema& schema, uint32_t bits
             result.push_back(std::move(s));
           }
           break;
+        case ops::DtypeRule::kCustom: {
+          // Data inputs of |t| (an index input i32 or i64), outputs as the
+          // schema says; operators with other mixes list their signatures.
+          const bool indexed = schema.index_input >= 0 && size_t(schema.index_input) < inputs;
+          for (DLDataType index : {dtype::i32, dtype::i64}) {
+            Signature s(inputs, t);
+            if (indexed) s[size_t(schema.index_input)] = index;
+            for (DLDataType out : schema.output_dtypes_fn(schema, t)) s.push_back(out);
+            result.push_back(std::move(s));
+            if (!indexed) break;
+          }
+          break;
+        }
       }
     }
   }

@@ -61,8 +61,9 @@ std::vector<Signature> same_signatures(uint32_t bits, size_t inputs, size_t outp
 // |bits| (intersected with the schema's): by the schema's dtype rule (kCompare
 // outputs bool, kWhere's condition is bool, kIndexed's index is i32 or i64,
 // kArgReduce outputs i64, kCast pairs every input dtype with every output
-// dtype), for every input count the schema allows: with and without each
-// trailing optional input, and 1..|max_variadic| tensors for a variadic one.
+// dtype, kCustom: inputs of one dtype with i32 and i64 for an index input,
+// outputs from the schema's output_dtypes_fn), for every input count the schema allows: with and
+// without each trailing optional input, and 1..|max_variadic| tensors for a variadic one.
 std::vector<Signature> signatures_for(const ops::OpSchema& schema, uint32_t bits,
                                       size_t max_variadic = kMaxVariadicInputs);
 

@@ -5,7 +5,12 @@
 #include <mutex>
 
 #include "oar_cl/elementwise_cl.h"
+#include "oar_cl/grad_cl.h"
+#include "oar_cl/layout_v2_cl.h"
+#include "oar_cl/math_v2_cl.h"
 #include "oar_cl/nn_cl.h"
+#include "oar_cl/nn_grad_cl.h"
+#include "oar_cl/optimizer_cl.h"
 #include "oar_cl/reduction_cl.h"
 #include "program.h"
 
@@ -87,11 +92,21 @@ SourceInfo source_info(Source source) {
       return {"reduction", kClReductionSource};
     case Source::kNn:
       return {"nn", kClNnSource};
+    case Source::kGrad:
+      return {"grad", kClGradSource};
+    case Source::kNnGrad:
+      return {"nn_grad", kClNnGradSource};
+    case Source::kOptimizer:
+      return {"optimizer", kClOptimizerSource};
+    case Source::kLayoutV2:
+      return {"layout_v2", kClLayoutV2Source};
+    case Source::kMathV2:
+      return {"math_v2", kClMathV2Source};
   }
   return {"", ""};
 }
 
-// The program slot of (source, dtype): one per dtype bit (1 << 0 .. 1 << 6).
+// The program slot of (source, dtype): one per dtype bit (1 << 0 .. 1 << 15).
 // Throws for dtypes outside the set and for f64 without cl_khr_fp64.
 size_t program_slot(const KernelContext& context, Source source, DLDataType dtype,
                     const char** tag) {
@@ -102,7 +117,7 @@ size_t program_slot(const KernelContext& context, Source source, DLDataType dtyp
         std::string(context.schema.name) + ": the device has no cl_khr_fp64, so no f64 kernels");
   }
   *tag = dtype_tag(dtype);  // throws for dtypes outside the set
-  return size_t(source) * 8 + size_t(__builtin_ctz(bit));
+  return size_t(source) * 16 + size_t(__builtin_ctz(bit));
 }
 
 KernelSlot& find_kernel(const KernelContext& context, Source source, DLDataType dtype,
@@ -253,6 +268,11 @@ void OpenclPlugin::register_kernels(const oar_kernel_registrar_t* registrar) {
   register_layout_kernels(kernels);
   register_reduction_kernels(kernels);
   register_nn_kernels(kernels);
+  register_grad_kernels(kernels);
+  register_nn_grad_kernels(kernels);
+  register_optimizer_kernels(kernels);
+  register_layout_v2_kernels(kernels);
+  register_math_v2_kernels(kernels);
 }
 
 }  // namespace oar::opencl

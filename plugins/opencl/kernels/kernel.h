@@ -44,7 +44,16 @@ struct Geo {
 };
 
 // The program sources (kernels/*.cl).
-enum class Source { kElementwise, kReduction, kNn };
+enum class Source {
+  kElementwise,
+  kReduction,
+  kNn,
+  kGrad,
+  kNnGrad,
+  kOptimizer,
+  kLayoutV2,
+  kMathV2,
+};
 
 // The tag kernels/common.cl names |dtype| by ("f32").
 const char* dtype_tag(DLDataType dtype);
@@ -155,6 +164,11 @@ void register_elementwise_kernels(const oar::sdk::KernelRegistrar& registrar);
 void register_layout_kernels(const oar::sdk::KernelRegistrar& registrar);
 void register_reduction_kernels(const oar::sdk::KernelRegistrar& registrar);
 void register_nn_kernels(const oar::sdk::KernelRegistrar& registrar);
+void register_grad_kernels(const oar::sdk::KernelRegistrar& registrar);
+void register_nn_grad_kernels(const oar::sdk::KernelRegistrar& registrar);
+void register_optimizer_kernels(const oar::sdk::KernelRegistrar& registrar);
+void register_layout_v2_kernels(const oar::sdk::KernelRegistrar& registrar);
+void register_math_v2_kernels(const oar::sdk::KernelRegistrar& registrar);
 
 // kernels/layout.cc: copies |from| into |to| (same shape; any strides on both
 // sides) with the copy kernel; transpose, slice and concat are such copies.

@@ -103,6 +103,11 @@ void register_elementwise_kernels(const oar::sdk::KernelRegistrar& registrar);
 void register_layout_kernels(const oar::sdk::KernelRegistrar& registrar);
 void register_reduction_kernels(const oar::sdk::KernelRegistrar& registrar);
 void register_nn_kernels(const oar::sdk::KernelRegistrar& registrar);
+void register_grad_kernels(const oar::sdk::KernelRegistrar& registrar);
+void register_nn_grad_kernels(const oar::sdk::KernelRegistrar& registrar);
+void register_optimizer_kernels(const oar::sdk::KernelRegistrar& registrar);
+void register_layout_v2_kernels(const oar::sdk::KernelRegistrar& registrar);
+void register_math_v2_kernels(const oar::sdk::KernelRegistrar& registrar);
 
 // A strided elementwise pass (shaders/map.comp) over |shape|: operands are
 // (tensor, element offset, strides over |shape|); unused ones may be null.

@@ -322,6 +322,11 @@ void VulkanPlugin::register_kernels(const oar_kernel_registrar_t* registrar) {
   register_layout_kernels(kernels);
   register_reduction_kernels(kernels);
   register_nn_kernels(kernels);
+  register_grad_kernels(kernels);
+  register_nn_grad_kernels(kernels);
+  register_optimizer_kernels(kernels);
+  register_layout_v2_kernels(kernels);
+  register_math_v2_kernels(kernels);
 }
 
 }  // namespace oar::vulkan

@@ -1,0 +1,10 @@
+// cpu kernels of the operator set v2 math operators (core/ops/schema_math_v2.cc).
+#include "kernels/kernel.h"
+
+namespace oar::cpu {
+
+void register_math_v2_kernels(const oar::sdk::KernelRegistrar& registrar, AllocationTable* table) {
+  (void)registrar, (void)table;
+}
+
+}  // namespace oar::cpu
