@@ -22,6 +22,8 @@ packages=(
   # the vulkan plugin: loader, shader compiler; Mesa's lavapipe is the device
   # here, the Khronos validation layer checks the plugin's API use
   libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers
+  # adapters/paddle: scripts/install-paddle.sh makes a virtual environment
+  python3-venv
 )
 
 sudo=""
@@ -34,8 +36,11 @@ for p in "${packages[@]}"; do
 done
 if [ "${#missing[@]}" -eq 0 ]; then
   echo "install-deps: all ${#packages[@]} packages present"
-  exit 0
+else
+  echo "install-deps: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-echo "install-deps: installing ${missing[*]}"
-$sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+
+# PaddlePaddle for adapters/paddle, in a virtual environment outside the tree.
+"$(dirname "$0")/install-paddle.sh"

@@ -1,0 +1,107 @@
+#include "kernels/common.h"
+
+#include <string>
+
+#include "paddle/common/enforce.h"
+
+namespace oar_paddle {
+
+DLDataType dl_dtype(phi::DataType dtype) {
+  switch (dtype) {
+    case phi::DataType::BOOL:
+      return oar::dtype::boolean;
+    case phi::DataType::UINT8:
+      return oar::dtype::u8;
+    case phi::DataType::INT8:
+      return oar::dtype::i8;
+    case phi::DataType::INT32:
+      return oar::dtype::i32;
+    case phi::DataType::INT64:
+      return oar::dtype::i64;
+    case phi::DataType::FLOAT16:
+      return oar::dtype::f16;
+    case phi::DataType::BFLOAT16:
+      return oar::dtype::bf16;
+    case phi::DataType::FLOAT32:
+      return oar::dtype::f32;
+    case phi::DataType::FLOAT64:
+      return oar::dtype::f64;
+    default:
+      break;
+  }
+  PADDLE_THROW(common::errors::Unimplemented("OAR device: Paddle dtype %s has no OAR dtype",
+                                             phi::DataTypeToString(dtype)));
+}
+
+View::View(const phi::DenseTensor& tensor) {
+  const auto& dims = tensor.dims();
+  shape_.resize(size_t(dims.size()));
+  for (int i = 0; i < dims.size(); ++i) shape_[size_t(i)] = dims[i];
+  init(tensor, true);
+}
+
+View::View(const phi::DenseTensor& tensor, std::vector<int64_t> shape) : shape_(std::move(shape)) {
+  init(tensor, false);
+}
+
+void View::init(const phi::DenseTensor& tensor, bool own_strides) {
+  dl_.dtype = dl_dtype(tensor.dtype());
+  dl_.ndim = int(shape_.size());
+  dl_.shape = shape_.data();
+  if (own_strides && !tensor.meta().is_contiguous()) {
+    const auto& strides = tensor.strides();
+    strides_.resize(size_t(strides.size()));
+    for (int i = 0; i < strides.size(); ++i) strides_[size_t(i)] = strides[i];
+    dl_.strides = strides_.data();
+  }
+  if (tensor.numel() == 0) return;  // no memory behind it
+  // The bytes the view reaches: the contiguous size, or the strided extent.
+  uint64_t elem = oar::dtype_size(dl_.dtype);
+  uint64_t extent = 1;
+  for (size_t i = 0; i < shape_.size(); ++i) {
+    int64_t stride = strides_.empty() ? 0 : strides_[i];
+    extent += strides_.empty() ? 0 : uint64_t(shape_[i] - 1) * uint64_t(stride);
+  }
+  uint64_t bytes = strides_.empty() ? uint64_t(tensor.numel()) * elem : extent * elem;
+  DeviceAddress address = resolve(tensor.data(), bytes);
+  dl_.data = address.memory;
+  dl_.byte_offset = address.offset;
+}
+
+oar::Stream& stream_of(const phi::CustomContext& ctx) {
+  auto* handle = reinterpret_cast<StreamHandle*>(ctx.stream());
+  if (handle != nullptr) return handle->stream;
+  return Adapter::get()->device(ctx.GetPlace().GetDeviceId()).default_stream();
+}
+
+void run(const phi::CustomContext& ctx, const oar::OpId& op, std::initializer_list<const View*> in,
+         std::initializer_list<const View*> out, std::initializer_list<oar::Attr> attrs) {
+  DLTensor inputs[8];
+  DLTensor outputs[4];
+  oar_attr_t attributes[8];
+  size_t ni = 0, no = 0, na = 0;
+  if (in.size() > 8 || out.size() > 4 || attrs.size() > 8) {
+    PADDLE_THROW(common::errors::InvalidArgument("OAR device: too many tensors or attributes"));
+  }
+  for (const View* v : in) inputs[ni++] = v->dl();
+  for (const View* v : out) outputs[no++] = v->dl();
+  for (const oar::Attr& a : attrs) attributes[na++] = a.attr;
+  // The dispatcher checks that every tensor is on the stream's device.
+  const DLDevice device = Adapter::get()->device(ctx.GetPlace().GetDeviceId()).dlpack_device();
+  for (size_t i = 0; i < ni; ++i) inputs[i].device = device;
+  for (size_t i = 0; i < no; ++i) outputs[i].device = device;
+  oar::Stream& stream = stream_of(ctx);
+  try {
+    oar::dispatch(stream, op, inputs, ni, outputs, no, attributes, na);
+  } catch (const oar::Error& e) {
+    const oar::Device& device = Adapter::get()->device(ctx.GetPlace().GetDeviceId());
+    PADDLE_THROW(common::errors::External("OAR device %s (%s:%d), OAR operator: %s", device.name(),
+                                          kDeviceType, ctx.GetPlace().GetDeviceId(), e.what()));
+  }
+}
+
+void alloc(const phi::CustomContext& ctx, phi::DenseTensor* out, phi::DataType dtype) {
+  ctx.Alloc(out, dtype);
+}
+
+}  // namespace oar_paddle

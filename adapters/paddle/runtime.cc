@@ -1,0 +1,571 @@
+// Paddle's C_DeviceInterface served through OAR's C++ API. One device type,
+// "oar", whose device ids are the OAR runtime's visible devices (adapter.h).
+// Every slot catches oar::Error (and anything else) and turns it into a
+// C_Status after printing the message, since Paddle's status has no text.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <utility>
+
+#include "adapter.h"
+#include "paddle/phi/backends/device_ext.h"
+
+namespace oar_paddle {
+
+// ---------------------------------------------------------------- state
+
+namespace {
+std::mutex g_adapter_mutex;
+Adapter* g_adapter = nullptr;
+bool g_adapter_failed = false;
+thread_local int t_current_device = 0;
+
+void log_error(const char* slot, const char* what) {
+  std::fprintf(stderr, "paddle-custom-oar: %s: %s\n", slot, what);
+}
+}  // namespace
+
+Adapter::Adapter() {
+  for (oar::Device* device : runtime_.devices()) devices_.push_back(device);
+  streams_.resize(devices_.size());
+  staging_.resize(devices_.size());
+  for (const oar::PluginRecord& record : runtime_.plugins()) {
+    if (record.state == oar::PluginState::kSkipped) {
+      std::fprintf(stderr, "paddle-custom-oar: OAR plugin '%s' skipped: %s\n", record.name.c_str(),
+                   record.reason.c_str());
+    }
+  }
+}
+
+Adapter* Adapter::get() {
+  std::lock_guard<std::mutex> lock(g_adapter_mutex);
+  if (g_adapter != nullptr || g_adapter_failed) return g_adapter;
+  try {
+    g_adapter = new Adapter();
+  } catch (const std::exception& e) {
+    g_adapter_failed = true;
+    log_error("cannot start OAR (Paddle's CPU keeps working)", e.what());
+  }
+  return g_adapter;
+}
+
+void Adapter::finalize() {
+  std::lock_guard<std::mutex> lock(g_adapter_mutex);
+  delete g_adapter;
+  g_adapter = nullptr;
+}
+
+void Adapter::add_stream(StreamHandle* stream) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  streams_.at(size_t(stream->device)).push_back(stream);
+}
+
+void Adapter::remove_stream(StreamHandle* stream) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto& list = streams_.at(size_t(stream->device));
+  for (auto it = list.begin(); it != list.end(); ++it) {
+    if (*it == stream) {
+      list.erase(it);
+      return;
+    }
+  }
+}
+
+std::vector<StreamHandle*> Adapter::streams(int device) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return streams_.at(size_t(device));
+}
+
+void Adapter::keep_staging(int device, Staging staging) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  staging_.at(size_t(device)).push_back(std::move(staging));
+}
+
+void Adapter::reap_staging(int device, bool wait) {
+  std::vector<Staging> done;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto& list = staging_.at(size_t(device));
+    size_t kept = 0;
+    for (size_t i = 0; i < list.size(); ++i) {
+      bool finished = false;
+      try {
+        finished = wait || list[i].done.query();
+      } catch (const oar::Error&) {
+        finished = true;  // a failed stream runs no more work: the copy is over
+      }
+      if (finished) {
+        done.push_back(std::move(list[i]));
+      } else {
+        if (kept != i) list[kept] = std::move(list[i]);
+        ++kept;
+      }
+    }
+    list.resize(kept);
+  }
+  for (Staging& staging : done) {
+    try {
+      if (wait) staging.done.synchronize();
+    } catch (const oar::Error&) {
+    }
+  }
+}
+
+DeviceAddress resolve(const void* pointer, uint64_t bytes) {
+  Adapter* adapter = Adapter::get();
+  const AddressSpace::Range* range =
+      adapter != nullptr ? adapter->addresses().find(pointer) : nullptr;
+  if (range == nullptr) {
+    throw oar::Error(OAR_STATUS_INVALID_ARGUMENT,
+                     "paddle-custom-oar: " + std::to_string(reinterpret_cast<uintptr_t>(pointer)) +
+                         " is not OAR device memory");
+  }
+  uint64_t offset = uint64_t(reinterpret_cast<uintptr_t>(pointer) - range->base);
+  if (offset > range->size || bytes > range->size - offset) {
+    throw oar::Error(OAR_STATUS_OUT_OF_RANGE,
+                     "paddle-custom-oar: bytes [" + std::to_string(offset) + ", " +
+                         std::to_string(offset + bytes) + ") leave an allocation of " +
+                         std::to_string(range->size) + " bytes");
+  }
+  return DeviceAddress{range->buffer->memory(), range->buffer->offset() + offset, range};
+}
+
+// ---------------------------------------------------------------- slots
+
+namespace {
+
+// Runs |body|, turning exceptions into a C_Status with a message.
+template <typename F>
+C_Status guarded(const char* slot, F&& body) {
+  try {
+    return body();
+  } catch (const oar::Error& e) {
+    log_error(slot, e.what());
+    return e.code() == OAR_STATUS_RESOURCE_EXHAUSTED ? C_FAILED : C_ERROR;
+  } catch (const std::exception& e) {
+    log_error(slot, e.what());
+    return C_INTERNAL_ERROR;
+  }
+}
+
+Adapter& adapter() {
+  Adapter* adapter = Adapter::get();
+  if (adapter == nullptr) throw oar::Error(OAR_STATUS_UNAVAILABLE, "OAR did not start");
+  return *adapter;
+}
+
+oar::Device& device_of(const C_Device device) { return adapter().device(device->id); }
+
+oar::Stream& stream_of(const C_Device device, C_Stream stream) {
+  if (stream == nullptr) return device_of(device).default_stream();
+  return reinterpret_cast<StreamHandle*>(stream)->stream;
+}
+
+// A range of device memory as (buffer, offset in it) for the C++ API.
+struct Place {
+  const oar::Buffer* buffer;
+  uint64_t offset;
+};
+Place place(const void* pointer, uint64_t size) {
+  DeviceAddress address = resolve(pointer, size);
+  uint64_t offset = uint64_t(reinterpret_cast<uintptr_t>(pointer) - address.range->base);
+  return Place{address.range->buffer.get(), offset};
+}
+
+// A synchronous copy behaves like CUDA's cudaMemcpy: it follows all work
+// already submitted on the device's streams and returns when it is done. The
+// default stream waits for an event on each of Paddle's streams, so no
+// stream is drained on the host.
+oar::Stream& ordered_default_stream(int id) {
+  Adapter& a = adapter();
+  oar::Device& device = a.device(id);
+  oar::Stream& stream = device.default_stream();
+  for (StreamHandle* other : a.streams(id)) {
+    oar::Event event = device.create_event();
+    event.record(other->stream);
+    stream.wait(event);
+  }
+  return stream;
+}
+
+C_Status init_device(const C_Device device) {
+  return guarded("init_device", [&] {
+    device_of(device).handle();
+    return C_SUCCESS;
+  });
+}
+
+C_Status set_device(const C_Device device) {
+  return guarded("set_device", [&] {
+    if (device->id < 0 || size_t(device->id) >= adapter().device_count()) return C_ERROR;
+    t_current_device = device->id;
+    return C_SUCCESS;
+  });
+}
+
+C_Status get_device(const C_Device device) {
+  device->id = t_current_device;
+  return C_SUCCESS;
+}
+
+C_Status deinit_device(const C_Device device) {
+  return guarded("deinit_device", [&] {
+    adapter().reap_staging(device->id, true);
+    return C_SUCCESS;
+  });
+}
+
+C_Status finalize() {
+  Adapter::finalize();
+  return C_SUCCESS;
+}
+
+C_Status get_device_count(size_t* count) {
+  Adapter* a = Adapter::get();
+  *count = a != nullptr ? a->device_count() : 0;
+  return C_SUCCESS;
+}
+
+C_Status get_device_list(size_t* devices) {
+  Adapter* a = Adapter::get();
+  size_t n = a != nullptr ? a->device_count() : 0;
+  for (size_t i = 0; i < n; ++i) devices[i] = i;
+  return C_SUCCESS;
+}
+
+C_Status create_stream(const C_Device device, C_Stream* stream) {
+  return guarded("create_stream", [&] {
+    auto handle = std::make_unique<StreamHandle>();
+    handle->stream = device_of(device).create_stream();
+    handle->device = device->id;
+    adapter().add_stream(handle.get());
+    *stream = reinterpret_cast<C_Stream>(handle.release());
+    return C_SUCCESS;
+  });
+}
+
+C_Status destroy_stream(const C_Device, C_Stream stream) {
+  return guarded("destroy_stream", [&] {
+    auto* handle = reinterpret_cast<StreamHandle*>(stream);
+    if (Adapter* a = Adapter::get()) a->remove_stream(handle);
+    delete handle;  // oar::Stream waits for its work before it dies
+    return C_SUCCESS;
+  });
+}
+
+C_Status query_stream(const C_Device device, C_Stream stream) {
+  return guarded("query_stream",
+                 [&] { return stream_of(device, stream).query() ? C_SUCCESS : C_FAILED; });
+}
+
+struct CallbackData {
+  C_Device_st device;
+  C_Stream stream;
+  C_Callback callback;
+  void* user_data;
+};
+
+C_Status stream_add_callback(const C_Device device, C_Stream stream, C_Callback callback,
+                             void* user_data) {
+  return guarded("stream_add_callback", [&] {
+    oar::Device& dev = device_of(device);
+    CallbackData data{*device, stream, callback, user_data};
+    if (!dev.has_feature(OAR_DEVICE_FEATURE_HOST_CALLBACKS)) {
+      // Without host callbacks the stream is drained and the callback runs here.
+      stream_of(device, stream).synchronize();
+      C_Status status = C_SUCCESS;
+      callback(&data.device, stream, user_data, &status);
+      return C_SUCCESS;
+    }
+    stream_of(device, stream).add_callback([data](oar_status_t code) mutable {
+      C_Status status = code == OAR_STATUS_OK ? C_SUCCESS : C_ERROR;
+      data.callback(&data.device, data.stream, data.user_data, &status);
+    });
+    return C_SUCCESS;
+  });
+}
+
+C_Status create_event(const C_Device device, C_Event* event) {
+  return guarded("create_event", [&] {
+    auto handle = std::make_unique<EventHandle>();
+    handle->event = device_of(device).create_event();
+    handle->device = device->id;
+    *event = reinterpret_cast<C_Event>(handle.release());
+    return C_SUCCESS;
+  });
+}
+
+C_Status record_event(const C_Device device, C_Stream stream, C_Event event) {
+  return guarded("record_event", [&] {
+    reinterpret_cast<EventHandle*>(event)->event.record(stream_of(device, stream));
+    return C_SUCCESS;
+  });
+}
+
+C_Status destroy_event(const C_Device, C_Event event) {
+  return guarded("destroy_event", [&] {
+    delete reinterpret_cast<EventHandle*>(event);
+    return C_SUCCESS;
+  });
+}
+
+C_Status query_event(const C_Device, C_Event event) {
+  return guarded("query_event", [&] {
+    return reinterpret_cast<EventHandle*>(event)->event.query() ? C_SUCCESS : C_FAILED;
+  });
+}
+
+C_Status synchronize_device(const C_Device device) {
+  return guarded("synchronize_device", [&] {
+    device_of(device).synchronize();
+    adapter().reap_staging(device->id, false);
+    return C_SUCCESS;
+  });
+}
+
+C_Status synchronize_stream(const C_Device device, C_Stream stream) {
+  return guarded("synchronize_stream", [&] {
+    stream_of(device, stream).synchronize();
+    adapter().reap_staging(device->id, false);
+    return C_SUCCESS;
+  });
+}
+
+C_Status synchronize_event(const C_Device, C_Event event) {
+  return guarded("synchronize_event", [&] {
+    reinterpret_cast<EventHandle*>(event)->event.synchronize();
+    return C_SUCCESS;
+  });
+}
+
+C_Status stream_wait_event(const C_Device device, C_Stream stream, C_Event event) {
+  return guarded("stream_wait_event", [&] {
+    stream_of(device, stream).wait(reinterpret_cast<EventHandle*>(event)->event);
+    return C_SUCCESS;
+  });
+}
+
+// Memory. Each Paddle allocation is one OAR buffer from the device's caching
+// allocator (so a free does not drain the device) given an address range.
+C_Status device_memory_allocate(const C_Device device, void** ptr, size_t size) {
+  return guarded("device_memory_allocate", [&] {
+    Adapter& a = adapter();
+    auto buffer = std::make_unique<oar::Buffer>(a.device(device->id).allocate(size));
+    void* address = a.addresses().insert(std::move(buffer), size, device->id);
+    if (address == nullptr) {
+      throw oar::Error(OAR_STATUS_RESOURCE_EXHAUSTED, "the adapter's address range is full");
+    }
+    *ptr = address;
+    return C_SUCCESS;
+  });
+}
+
+C_Status device_memory_deallocate(const C_Device device, void* ptr, size_t) {
+  return guarded("device_memory_deallocate", [&] {
+    Adapter& a = adapter();
+    std::unique_ptr<oar::Buffer> buffer = a.addresses().erase(ptr);
+    if (!buffer) throw oar::Error(OAR_STATUS_INVALID_ARGUMENT, "free of an unknown address");
+    // The memory returns to OAR's allocator, which reuses it on another stream
+    // only after the work already submitted on that stream is done.
+    for (StreamHandle* stream : a.streams(device->id)) buffer->record_stream(stream->stream);
+    return C_SUCCESS;
+  });
+}
+
+C_Status device_memory_set(const C_Device device, void* ptr, unsigned char value, size_t size) {
+  return guarded("device_memory_set", [&] {
+    Place p = place(ptr, size);
+    oar::Stream& stream = ordered_default_stream(device->id);
+    stream.fill(*p.buffer, p.offset, value, size);
+    stream.synchronize();
+    return C_SUCCESS;
+  });
+}
+
+C_Status memory_copy_h2d(const C_Device device, void* dst, const void* src, size_t size) {
+  return guarded("memory_copy_h2d", [&] {
+    Place p = place(dst, size);
+    oar::Stream& stream = ordered_default_stream(device->id);
+    stream.copy_from_host(*p.buffer, p.offset, src, size);
+    stream.synchronize();
+    return C_SUCCESS;
+  });
+}
+
+C_Status memory_copy_d2h(const C_Device device, void* dst, const void* src, size_t size) {
+  return guarded("memory_copy_d2h", [&] {
+    Place p = place(src, size);
+    oar::Stream& stream = ordered_default_stream(device->id);
+    stream.copy_to_host(dst, *p.buffer, p.offset, size);
+    stream.synchronize();
+    return C_SUCCESS;
+  });
+}
+
+C_Status memory_copy_d2d(const C_Device device, void* dst, const void* src, size_t size) {
+  return guarded("memory_copy_d2d", [&] {
+    Place d = place(dst, size);
+    Place s = place(src, size);
+    oar::Stream& stream = ordered_default_stream(device->id);
+    stream.copy(*d.buffer, d.offset, *s.buffer, s.offset, size);
+    stream.synchronize();
+    return C_SUCCESS;
+  });
+}
+
+C_Status memory_copy_p2p(const C_Device dst_device, const C_Device, void* dst, const void* src,
+                         size_t size) {
+  return guarded("memory_copy_p2p", [&] {
+    Place d = place(dst, size);
+    Place s = place(src, size);
+    oar::Stream& stream = ordered_default_stream(dst_device->id);
+    stream.copy(*d.buffer, d.offset, *s.buffer, s.offset, size);
+    stream.synchronize();
+    return C_SUCCESS;
+  });
+}
+
+// An asynchronous upload copies the host bytes into a staging buffer first,
+// so the caller may reuse its memory at once (Paddle frees temporaries right
+// after the call); the staging buffer is freed once an event after the copy
+// completes, found at a later synchronize or upload.
+C_Status async_memory_copy_h2d(const C_Device device, C_Stream stream, void* dst, const void* src,
+                               size_t size) {
+  return guarded("async_memory_copy_h2d", [&] {
+    Adapter& a = adapter();
+    a.reap_staging(device->id, false);
+    Place p = place(dst, size);
+    oar::Stream& s = stream_of(device, stream);
+    Staging staging;
+    staging.bytes.reset(new unsigned char[size == 0 ? 1 : size]);
+    std::memcpy(staging.bytes.get(), src, size);
+    s.copy_from_host(*p.buffer, p.offset, staging.bytes.get(), size);
+    staging.done = a.device(device->id).create_event();
+    staging.done.record(s);
+    a.keep_staging(device->id, std::move(staging));
+    return C_SUCCESS;
+  });
+}
+
+// A download into host memory the adapter did not allocate returns when the
+// bytes are there, as CUDA's does for pageable memory: Paddle reads the
+// result of such copies without a synchronize of its own.
+C_Status async_memory_copy_d2h(const C_Device device, C_Stream stream, void* dst, const void* src,
+                               size_t size) {
+  return guarded("async_memory_copy_d2h", [&] {
+    Place p = place(src, size);
+    oar::Stream& s = stream_of(device, stream);
+    s.copy_to_host(dst, *p.buffer, p.offset, size);
+    s.synchronize();
+    return C_SUCCESS;
+  });
+}
+
+C_Status async_memory_copy_d2d(const C_Device device, C_Stream stream, void* dst, const void* src,
+                               size_t size) {
+  return guarded("async_memory_copy_d2d", [&] {
+    Place d = place(dst, size);
+    Place s = place(src, size);
+    stream_of(device, stream).copy(*d.buffer, d.offset, *s.buffer, s.offset, size);
+    return C_SUCCESS;
+  });
+}
+
+C_Status async_memory_copy_p2p(const C_Device dst_device, const C_Device, C_Stream stream,
+                               void* dst, const void* src, size_t size) {
+  return guarded("async_memory_copy_p2p", [&] {
+    Place d = place(dst, size);
+    Place s = place(src, size);
+    stream_of(dst_device, stream).copy(*d.buffer, d.offset, *s.buffer, s.offset, size);
+    return C_SUCCESS;
+  });
+}
+
+C_Status device_memory_stats(const C_Device device, size_t* total_memory, size_t* free_memory) {
+  return guarded("device_memory_stats", [&] {
+    oar::MemoryInfo info = device_of(device).memory_info();
+    *total_memory = size_t(info.total);
+    *free_memory = size_t(info.free);
+    return C_SUCCESS;
+  });
+}
+
+// Paddle's auto-growth allocator aligns every block to this.
+C_Status device_min_chunk_size(const C_Device device, size_t* size) {
+  return guarded("device_min_chunk_size", [&] {
+    uint64_t alignment = device_of(device).properties().min_alignment;
+    *size = size_t(alignment > 256 ? alignment : 256);
+    return C_SUCCESS;
+  });
+}
+
+C_Status device_max_alloc_size(const C_Device device, size_t* size) {
+  return guarded("device_max_alloc_size", [&] {
+    *size = size_t(device_of(device).properties().max_allocation_size);
+    return C_SUCCESS;
+  });
+}
+
+C_Status is_float16_supported(const C_Device device, bool* supported) {
+  return guarded("is_float16_supported", [&] {
+    *supported = (device_of(device).properties().dtypes & OAR_DTYPE_SUPPORT_F16) != 0;
+    return C_SUCCESS;
+  });
+}
+
+C_Status is_bfloat16_supported(const C_Device device, bool* supported) {
+  return guarded("is_bfloat16_supported", [&] {
+    *supported = (device_of(device).properties().dtypes & OAR_DTYPE_SUPPORT_BF16) != 0;
+    return C_SUCCESS;
+  });
+}
+
+}  // namespace
+}  // namespace oar_paddle
+
+extern "C" __attribute__((visibility("default"))) void InitPlugin(CustomRuntimeParams* params) {
+  using namespace oar_paddle;
+  PADDLE_CUSTOM_RUNTIME_CHECK_VERSION(params);
+  params->device_type = const_cast<char*>(kDeviceType);
+  params->sub_device_type = const_cast<char*>("v1");
+
+  C_DeviceInterface* api = params->interface;
+  std::memset(reinterpret_cast<char*>(api) + sizeof(api->size), 0,
+              sizeof(C_DeviceInterface) - sizeof(api->size));
+  api->finalize = finalize;
+  api->init_device = init_device;
+  api->set_device = set_device;
+  api->get_device = get_device;
+  api->deinit_device = deinit_device;
+  api->create_stream = create_stream;
+  api->destroy_stream = destroy_stream;
+  api->query_stream = query_stream;
+  api->stream_add_callback = stream_add_callback;
+  api->create_event = create_event;
+  api->record_event = record_event;
+  api->destroy_event = destroy_event;
+  api->query_event = query_event;
+  api->synchronize_device = synchronize_device;
+  api->synchronize_stream = synchronize_stream;
+  api->synchronize_event = synchronize_event;
+  api->stream_wait_event = stream_wait_event;
+  api->device_memory_allocate = device_memory_allocate;
+  api->device_memory_deallocate = device_memory_deallocate;
+  api->device_memory_set = device_memory_set;
+  api->memory_copy_h2d = memory_copy_h2d;
+  api->memory_copy_d2h = memory_copy_d2h;
+  api->memory_copy_d2d = memory_copy_d2d;
+  api->memory_copy_p2p = memory_copy_p2p;
+  api->async_memory_copy_h2d = async_memory_copy_h2d;
+  api->async_memory_copy_d2h = async_memory_copy_d2h;
+  api->async_memory_copy_d2d = async_memory_copy_d2d;
+  api->async_memory_copy_p2p = async_memory_copy_p2p;
+  api->get_device_count = get_device_count;
+  api->get_device_list = get_device_list;
+  api->device_memory_stats = device_memory_stats;
+  api->device_min_chunk_size = device_min_chunk_size;
+  api->device_max_alloc_size = device_max_alloc_size;
+  api->is_float16_supported = is_float16_supported;
+  api->is_bfloat16_supported = is_bfloat16_supported;
+}
