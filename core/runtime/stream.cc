@@ -1,9 +1,14 @@
 #include "oar/stream.hpp"
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 #include <utility>
 
+#include "core/loader/host_services.h"
 #include "core/loader/plugin.h"
 #include "core/trace/tracer.h"
 #include "oar/buffer.hpp"
@@ -40,11 +45,54 @@ void check_same_device(const Stream& stream, const Buffer& buffer, const char* w
   }
 }
 
+// Host callbacks handed to plugins and not called yet, by number. A plugin
+// gets the number as user_data, never a pointer, so one that breaks the ABI by
+// calling a callback twice (or after stream_add_host_callback failed) finds
+// nothing the second time and gets a logged error, not freed memory.
+class PendingCallbacks {
+ public:
+  using Entry = std::function<void(oar_status_t)>;
+  uint64_t add(Entry entry) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const uint64_t id = next_++;
+    pending_.emplace(id, std::move(entry));
+    return id;
+  }
+  // The entry of |id|, removed; false when there is none.
+  bool take(uint64_t id, Entry* entry) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = pending_.find(id);
+    if (it == pending_.end()) return false;
+    *entry = std::move(it->second);
+    pending_.erase(it);
+    return true;
+  }
+
+ private:
+  std::mutex mutex_;
+  uint64_t next_ = 1;
+  std::unordered_map<uint64_t, Entry> pending_;
+};
+
+// Never destroyed: a plugin's thread may call back while the process exits.
+PendingCallbacks& pending_callbacks() {
+  static PendingCallbacks* callbacks = new PendingCallbacks();
+  return *callbacks;
+}
+
 void run_callback(void* user_data, oar_status_t status) {
-  std::unique_ptr<std::function<void(oar_status_t)>> callback(
-      static_cast<std::function<void(oar_status_t)>*>(user_data));
+  PendingCallbacks::Entry entry;
+  if (!pending_callbacks().take(reinterpret_cast<uintptr_t>(user_data), &entry)) {
+    static std::atomic<bool> logged{false};
+    if (logged.exchange(true)) return;  // once per process: it is the plugin's bug
+    detail::log_line(OAR_LOG_LEVEL_ERROR, "oar",
+                     "a plugin called a host callback that is not pending (called twice, or "
+                     "after stream_add_host_callback failed); the call is ignored. Each callback "
+                     "must be called exactly once (docs/abi.md); later ones are not logged");
+    return;
+  }
   try {
-    (*callback)(status);
+    entry(status);
   } catch (...) {
     // An exception cannot cross the plugin's thread; the callback owns its errors.
   }
@@ -94,10 +142,15 @@ void Stream::add_callback(std::function<void(oar_status_t)> callback) {
                 device.name() + " has no host callbacks (OAR_DEVICE_FEATURE_HOST_CALLBACKS)",
                 device.plugin_name());
   }
-  auto owned = std::make_unique<std::function<void(oar_status_t)>>(std::move(callback));
-  device.plugin().check(device.api().stream_add_host_callback(handle_, &run_callback, owned.get()),
-                        "stream_add_host_callback");
-  owned.release();  // run_callback owns it from now on
+  const uint64_t id = pending_callbacks().add(std::move(callback));
+  void* user_data = reinterpret_cast<void*>(uintptr_t(id));
+  const oar_status_t added =
+      device.api().stream_add_host_callback(handle_, &run_callback, user_data);
+  if (added != OAR_STATUS_OK) {
+    PendingCallbacks::Entry never_called;
+    pending_callbacks().take(id, &never_called);
+    device.plugin().check(added, "stream_add_host_callback");
+  }
 }
 
 void Stream::copy_from_host(const Buffer& dst, uint64_t dst_offset, const void* src,
