@@ -22,6 +22,11 @@ packages=(
   # the vulkan plugin: loader, shader compiler; Mesa's lavapipe is the device
   # here, the Khronos validation layer checks the plugin's API use
   libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers
+  # collectives (liboar_comm, oar::Communicator): Open MPI's mpirun and headers.
+  # As root, mpirun needs --allow-run-as-root (or OMPI_ALLOW_RUN_AS_ROOT=1 and
+  # OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1), and more ranks than cores need
+  # --oversubscribe (tests/collective sets both through the environment)
+  openmpi-bin libopenmpi-dev
   # adapters/paddle: scripts/install-paddle.sh makes a virtual environment
   python3-venv
 )

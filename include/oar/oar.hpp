@@ -2,6 +2,7 @@
 #pragma once
 
 #include "oar/buffer.hpp"
+#include "oar/communicator.hpp"  // collectives: link oar::comm (liboar_comm)
 #include "oar/device.hpp"
 #include "oar/dispatch.hpp"
 #include "oar/dtype.hpp"

@@ -1,0 +1,334 @@
+#include "core/collective/mpi_transport.h"
+
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+
+#include "oar/collective.h"
+#include "oar/dtype.hpp"
+
+namespace oar::detail {
+namespace {
+
+std::string mpi_error(int code) {
+  char text[MPI_MAX_ERROR_STRING] = {};
+  int length = 0;
+  MPI_Error_string(code, text, &length);
+  return std::string(text, length > 0 ? size_t(length) : 0);
+}
+
+void finalize_mpi_at_exit() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
+
+// MPI's reductions do not know f16 and bf16: these user operations reduce
+// them through float. One per (type, op) since an MPI_User_function is told
+// neither.
+template <bool kHalf, int32_t kOp>
+void reduce_16bit(void* in, void* inout, int* length, MPI_Datatype* /*type*/) {
+  reduce_host(kHalf ? dtype::f16 : dtype::bf16, kOp, in, inout, uint64_t(*length));
+}
+
+struct UserOps {
+  MPI_Op ops[2][4];  // [bf16, f16][SUM, PROD, MAX, MIN]
+};
+
+const UserOps& user_ops() {
+  static const UserOps ops = [] {
+    UserOps made{};
+    MPI_Op_create(&reduce_16bit<false, OAR_REDUCE_OP_SUM>, 1, &made.ops[0][0]);
+    MPI_Op_create(&reduce_16bit<false, OAR_REDUCE_OP_PROD>, 1, &made.ops[0][1]);
+    MPI_Op_create(&reduce_16bit<false, OAR_REDUCE_OP_MAX>, 1, &made.ops[0][2]);
+    MPI_Op_create(&reduce_16bit<false, OAR_REDUCE_OP_MIN>, 1, &made.ops[0][3]);
+    MPI_Op_create(&reduce_16bit<true, OAR_REDUCE_OP_SUM>, 1, &made.ops[1][0]);
+    MPI_Op_create(&reduce_16bit<true, OAR_REDUCE_OP_PROD>, 1, &made.ops[1][1]);
+    MPI_Op_create(&reduce_16bit<true, OAR_REDUCE_OP_MAX>, 1, &made.ops[1][2]);
+    MPI_Op_create(&reduce_16bit<true, OAR_REDUCE_OP_MIN>, 1, &made.ops[1][3]);
+    return made;
+  }();
+  return ops;
+}
+
+MPI_Datatype mpi_type(DLDataType t) {
+  if (t == dtype::f32) return MPI_FLOAT;
+  if (t == dtype::f64) return MPI_DOUBLE;
+  if (t == dtype::i32) return MPI_INT32_T;
+  if (t == dtype::i64) return MPI_INT64_T;
+  if (t == dtype::i8) return MPI_INT8_T;
+  if (t == dtype::u8 || t == dtype::boolean) return MPI_UINT8_T;
+  if (t == dtype::f16 || t == dtype::bf16) return MPI_UINT16_T;
+  // Any other whole-byte type moves as bytes of its size (no reductions).
+  static std::mutex mutex;
+  static MPI_Datatype by_size[65] = {};
+  uint64_t size = dtype_size(t);
+  std::lock_guard<std::mutex> lock(mutex);
+  if (size > 64) size = 0;
+  if (by_size[size] == MPI_Datatype{}) {
+    MPI_Type_contiguous(int(size), MPI_BYTE, &by_size[size]);
+    MPI_Type_commit(&by_size[size]);
+  }
+  return by_size[size];
+}
+
+MPI_Op mpi_op(DLDataType t, int32_t op) {
+  int index = op == OAR_REDUCE_OP_AVG ? 0 : op;  // AVG: a SUM, divided afterwards
+  if (t == dtype::f16 || t == dtype::bf16) return user_ops().ops[t == dtype::f16][index];
+  static const MPI_Op builtin[4] = {MPI_SUM, MPI_PROD, MPI_MAX, MPI_MIN};
+  return builtin[index];
+}
+
+bool process_gone(int64_t pid) {
+  if (kill(pid_t(pid), 0) != 0 && errno == ESRCH) return true;
+  // A killed child stays a zombie until reaped: it is gone as well.
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  size_t paren = line.rfind(')');
+  return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] == 'Z';
+}
+
+std::string host_name() {
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0) return "localhost";
+  return name;
+}
+
+}  // namespace
+
+Status ensure_mpi() {
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  int provided = 0;
+  if (!initialized) {
+    int code = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
+    if (code != MPI_SUCCESS) {
+      return Status(OAR_STATUS_UNAVAILABLE, "MPI_Init_thread failed: " + mpi_error(code));
+    }
+    atexit(&finalize_mpi_at_exit);
+  } else {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized) {
+      return Status(OAR_STATUS_FAILED_PRECONDITION,
+                    "MPI was finalized already; create communicators before MPI_Finalize");
+    }
+    MPI_Query_thread(&provided);
+  }
+  if (provided < MPI_THREAD_MULTIPLE) {
+    return Status(OAR_STATUS_FAILED_PRECONDITION,
+                  "MPI runs at thread level " + std::to_string(provided) +
+                      "; the staged collectives call MPI from stream threads and need "
+                      "MPI_THREAD_MULTIPLE (initialize MPI with MPI_Init_thread and "
+                      "MPI_THREAD_MULTIPLE, or let OAR initialize it)");
+  }
+  (void)user_ops();
+  return Status();
+}
+
+Result<std::unique_ptr<MpiTransport>> MpiTransport::create(MPI_Comm comm) {
+  MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+  int rank = 0;
+  int size = 0;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  std::unique_ptr<MpiTransport> transport(new MpiTransport(comm, rank, size));
+  struct Identity {
+    char host[120];
+    int64_t pid;
+  };
+  Identity mine{};
+  std::string host = host_name();
+  std::strncpy(mine.host, host.c_str(), sizeof mine.host - 1);
+  mine.pid = getpid();
+  std::vector<Identity> all(size);
+  int code = MPI_Allgather(&mine, int(sizeof mine), MPI_BYTE, all.data(), int(sizeof mine),
+                           MPI_BYTE, comm);
+  if (code != MPI_SUCCESS) {
+    return Status(OAR_STATUS_UNAVAILABLE, "MPI_Allgather of the ranks' hosts: " + mpi_error(code));
+  }
+  for (const Identity& identity : all) {
+    transport->peers_.push_back(Peer{
+        std::string(identity.host, strnlen(identity.host, sizeof identity.host)), identity.pid});
+  }
+  if (const char* timeout = secure_getenv("OAR_COMM_TIMEOUT")) {
+    char* end = nullptr;
+    double seconds = std::strtod(timeout, &end);
+    if (end == timeout || *end != '\0' || !(seconds >= 0)) {
+      return Status(OAR_STATUS_INVALID_ARGUMENT,
+                    std::string("OAR_COMM_TIMEOUT=\"") + timeout +
+                        "\" is not a number of seconds (0 waits without limit)");
+    }
+    transport->timeout_s_ = seconds;
+  }
+  return transport;
+}
+
+MpiTransport::~MpiTransport() {
+  // A communicator with an operation left pending cannot be freed safely.
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!failed_ && !finalized) MPI_Comm_free(&comm_);
+}
+
+std::string MpiTransport::dead_peers() const {
+  static const std::string self = host_name();
+  std::string dead;
+  for (int32_t r = 0; r < size_; ++r) {
+    if (r == rank_ || peers_[r].host != self || !process_gone(peers_[r].pid)) continue;
+    if (!dead.empty()) dead += ", ";
+    dead += "rank " + std::to_string(r) + " (pid " + std::to_string(peers_[r].pid) + " on " +
+            peers_[r].host + ")";
+  }
+  return dead;
+}
+
+Status MpiTransport::wait(std::vector<MPI_Request>& requests, const std::string& what) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
+  Clock::time_point next_check = start + std::chrono::milliseconds(100);
+  for (uint64_t spins = 0;; ++spins) {
+    int done = 0;
+    int code = MPI_Testall(int(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE);
+    if (code != MPI_SUCCESS) {
+      failed_ = true;
+      return Status(OAR_STATUS_UNAVAILABLE, what + ": MPI failed: " + mpi_error(code));
+    }
+    if (done) return Status();
+    if (aborted_.load(std::memory_order_relaxed)) {
+      failed_ = true;
+      return Status(OAR_STATUS_ABORTED, what + ": the communicator was aborted");
+    }
+    if (spins % 64 != 63) continue;
+    Clock::time_point now = Clock::now();
+    // Past a millisecond, let the other threads of this oversubscribed host run.
+    if (now - start > std::chrono::milliseconds(1)) sched_yield();
+    if (now < next_check) continue;
+    next_check = now + std::chrono::milliseconds(100);
+    std::string dead = dead_peers();
+    if (!dead.empty()) {
+      failed_ = true;
+      return Status(OAR_STATUS_UNAVAILABLE, what + ": " + dead +
+                                                " exited while this rank waited; the communicator "
+                                                "is unusable (end the job)");
+    }
+    double waited = std::chrono::duration<double>(now - start).count();
+    if (timeout_s_ > 0 && waited > timeout_s_) {
+      failed_ = true;
+      return Status(OAR_STATUS_DEADLINE_EXCEEDED,
+                    what + ": not complete after " + std::to_string(int(waited)) +
+                        " s (OAR_COMM_TIMEOUT); a rank on another host may have failed");
+    }
+  }
+}
+
+Status MpiTransport::run(const std::vector<HostOp>& ops) {
+  if (failed_ || aborted_.load()) {
+    return Status(
+        aborted_.load() ? OAR_STATUS_ABORTED : OAR_STATUS_UNAVAILABLE,
+        aborted_.load() ? "the communicator was aborted" : "the communicator failed earlier");
+  }
+  std::vector<MPI_Request> requests;
+  std::vector<std::vector<char>> temporaries;
+  // After the wait: copies out of temporaries, and AVG's division.
+  struct Finish {
+    const char* from = nullptr;
+    void* to = nullptr;
+    uint64_t bytes = 0;
+    const HostOp* avg = nullptr;
+  };
+  std::vector<Finish> finish;
+  // What a wait reports: "all_reduce", or "a group of send, recv".
+  std::string what;
+  for (const HostOp& op : ops) {
+    std::string name = coll_name(op.kind);
+    if (what.find(name) == std::string::npos) what += (what.empty() ? "" : ", ") + name;
+    if (op.count == 0) continue;  // every rank has the same count: nothing to meet for
+    const int count = int(op.count);
+    const MPI_Datatype type = mpi_type(op.dtype);
+    const uint64_t bytes = op.count * dtype_size(op.dtype);
+    MPI_Request request = MPI_REQUEST_NULL;
+    int code = MPI_SUCCESS;
+    bool averaged = op.op == OAR_REDUCE_OP_AVG;
+    switch (op.kind) {
+      case CollKind::kAllReduce:
+        code = MPI_Iallreduce(op.send == op.recv ? MPI_IN_PLACE : op.send, op.recv, count, type,
+                              mpi_op(op.dtype, op.op), comm_, &request);
+        break;
+      case CollKind::kBroadcast:
+        if (rank_ == op.peer && op.send != op.recv) std::memcpy(op.recv, op.send, bytes);
+        code = MPI_Ibcast(op.recv, count, type, op.peer, comm_, &request);
+        averaged = false;
+        break;
+      case CollKind::kReduce:
+        code = MPI_Ireduce(rank_ == op.peer && op.send == op.recv ? MPI_IN_PLACE : op.send, op.recv,
+                           count, type, mpi_op(op.dtype, op.op), op.peer, comm_, &request);
+        averaged = averaged && rank_ == op.peer;
+        break;
+      case CollKind::kAllGather:
+        code = MPI_Iallgather(
+            op.send == static_cast<char*>(op.recv) + rank_ * bytes ? MPI_IN_PLACE : op.send, count,
+            type, op.recv, count, type, comm_, &request);
+        averaged = false;
+        break;
+      case CollKind::kReduceScatter: {
+        const char* send = static_cast<const char*>(op.send);
+        const char* recv = static_cast<const char*>(op.recv);
+        void* target = op.recv;
+        if (recv + bytes > send && recv < send + size_ * bytes) {  // in place: via a temporary
+          temporaries.emplace_back(bytes);
+          target = temporaries.back().data();
+          finish.push_back(Finish{temporaries.back().data(), op.recv, bytes, nullptr});
+        }
+        code = MPI_Ireduce_scatter_block(op.send, target, count, type, mpi_op(op.dtype, op.op),
+                                         comm_, &request);
+        break;
+      }
+      case CollKind::kAllToAll: {
+        const void* send = op.send;
+        if (op.send == op.recv) {  // in place: send from a copy
+          temporaries.emplace_back(static_cast<const char*>(op.send),
+                                   static_cast<const char*>(op.send) + size_ * bytes);
+          send = temporaries.back().data();
+        }
+        code = MPI_Ialltoall(send, count, type, op.recv, count, type, comm_, &request);
+        averaged = false;
+        break;
+      }
+      case CollKind::kSend:
+        code = MPI_Isend(op.send, count, type, op.peer, 0, comm_, &request);
+        averaged = false;
+        break;
+      case CollKind::kRecv:
+        code = MPI_Irecv(op.recv, count, type, op.peer, 0, comm_, &request);
+        averaged = false;
+        break;
+    }
+    if (code != MPI_SUCCESS) {
+      failed_ = true;
+      return Status(OAR_STATUS_UNAVAILABLE,
+                    std::string(coll_name(op.kind)) + ": MPI refused it: " + mpi_error(code));
+    }
+    requests.push_back(request);
+    if (averaged) finish.push_back(Finish{nullptr, nullptr, 0, &op});
+  }
+  if (requests.empty()) return Status();
+  OAR_RETURN_IF_ERROR(wait(requests, what));
+  for (const Finish& f : finish) {
+    if (f.from != nullptr) std::memcpy(f.to, f.from, f.bytes);
+    if (f.avg != nullptr) divide_host(f.avg->dtype, f.avg->recv, f.avg->count, size_);
+  }
+  return Status();
+}
+
+}  // namespace oar::detail
