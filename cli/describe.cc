@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/loader/text.h"
+#include "core/util/status.h"
 #include "oar/device.hpp"
 #include "oar/error.hpp"
 
@@ -65,7 +66,7 @@ const char* device_kind_name(int32_t kind) {
   }
 }
 
-std::string status_text(oar_status_t code) { return loader::status_text(code); }
+std::string status_text(oar_status_t code) { return oar::status_text(code); }
 
 std::string for_terminal(std::string_view text, size_t max_bytes) {
   return loader::clipped(text, max_bytes);

@@ -5,6 +5,7 @@
 
 #include "core/loader/environment.h"
 #include "core/loader/plugin.h"
+#include "core/loader/text.h"
 #include "core/trace/tracer.h"
 
 namespace oar::detail {
@@ -28,6 +29,12 @@ int32_t threshold() {
     if (*value == "info") return int32_t(OAR_LOG_LEVEL_INFO);
     if (*value == "error") return int32_t(OAR_LOG_LEVEL_ERROR);
     if (*value == "off") return int32_t(OAR_LOG_LEVEL_ERROR + 1);
+    if (*value != "warning") {
+      std::fprintf(stderr,
+                   "[oar] warning: OAR_LOG=%s is not one of debug, info, warning, error, off; "
+                   "logging warnings and errors\n",
+                   loader::clipped(*value, 64).c_str());
+    }
     return int32_t(OAR_LOG_LEVEL_WARNING);
   }();
   return level;

@@ -7,6 +7,7 @@
 #include "core/loader/manifest.h"
 #include "core/loader/probe.h"
 #include "core/loader/text.h"
+#include "core/util/status.h"
 #include "core/validate/validator.h"
 
 namespace oar::detail {
@@ -213,7 +214,7 @@ std::unique_ptr<Plugin> Plugin::load_checked(
   oar_status_t code = plugin->api_.initialize(&plugin->host_);
   if (code != OAR_STATUS_OK) {
     skip(record, code,
-         "initialize failed with " + loader::status_text(code) + ": " +
+         "initialize failed with " + oar::status_text(code) + ": " +
              loader::printable(take_reported_error(plugin.get())));
     return nullptr;  // the library closes; finalize is not called after a failed initialize
   }
@@ -239,7 +240,7 @@ std::unique_ptr<Plugin> Plugin::load_checked(
   code = plugin->api_.device_count(&count);
   if (code != OAR_STATUS_OK) {
     skip(record, code,
-         "device_count failed with " + loader::status_text(code) + ": " +
+         "device_count failed with " + oar::status_text(code) + ": " +
              loader::printable(take_reported_error(plugin.get())));
     return nullptr;
   }

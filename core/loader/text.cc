@@ -74,10 +74,4 @@ std::string clipped(std::string_view text, size_t max_bytes) {
   return safe.substr(0, cut) + "\xE2\x80\xA6(" + std::to_string(text.size()) + " bytes)";
 }
 
-std::string status_text(oar_status_t code) {
-  std::string name = status_name(code);
-  if (name == "UNKNOWN_STATUS_CODE") name += "(" + std::to_string(code) + ")";
-  return name;
-}
-
 }  // namespace oar::loader

@@ -18,8 +18,4 @@ std::string printable(std::string_view text);
 // boundary) plus a note of how long it was: "abc…(1048576 bytes)".
 std::string clipped(std::string_view text, size_t max_bytes);
 
-// The status's name, with its number when it is none of the canonical codes:
-// "UNAVAILABLE", "UNKNOWN_STATUS_CODE(1234)".
-std::string status_text(oar_status_t code);
-
 }  // namespace oar::loader

@@ -43,7 +43,13 @@ const char* status_name(oar_status_t code) {
 
 std::string Status::to_string() const {
   if (ok()) return "OK";
-  return std::string(status_name(code_)) + ": " + message_;
+  return status_text(code_) + ": " + message_;
+}
+
+std::string status_text(oar_status_t code) {
+  std::string name = status_name(code);
+  if (name == "UNKNOWN_STATUS_CODE") name += "(" + std::to_string(code) + ")";
+  return name;
 }
 
 }  // namespace oar

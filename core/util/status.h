@@ -11,6 +11,10 @@
 
 namespace oar {
 
+// The name of |code|: "NOT_FOUND"; a code outside the ABI (a newer ABI, a
+// broken plugin) keeps its number: "UNKNOWN_STATUS_CODE(1234)".
+std::string status_text(oar_status_t code);
+
 class [[nodiscard]] Status {
  public:
   Status() = default;
@@ -22,7 +26,7 @@ class [[nodiscard]] Status {
   oar_status_t code() const { return code_; }
   const std::string& message() const { return message_; }
 
-  // "RESOURCE_EXHAUSTED: <message>"
+  // "RESOURCE_EXHAUSTED: <message>"; an unknown code keeps its number.
   std::string to_string() const;
 
  private:

@@ -13,6 +13,7 @@
 #include "core/loader/elf.h"
 #include "core/loader/plugin.h"
 #include "core/loader/text.h"
+#include "core/util/status.h"
 #include "loader_test_util.h"
 
 namespace oar::loader_test {
@@ -154,8 +155,8 @@ TEST(LoaderText, ClippedCutsLongTextAndSaysHowLong) {
 }
 
 TEST(LoaderText, StatusOutsideTheEnumKeepsItsNumber) {
-  EXPECT_EQ(loader::status_text(OAR_STATUS_NOT_FOUND), "NOT_FOUND");
-  EXPECT_EQ(loader::status_text(oar_status_t(1234)), "UNKNOWN_STATUS_CODE(1234)");
+  EXPECT_EQ(oar::status_text(OAR_STATUS_NOT_FOUND), "NOT_FOUND");
+  EXPECT_EQ(oar::status_text(oar_status_t(1234)), "UNKNOWN_STATUS_CODE(1234)");
 }
 
 TEST(LoaderElf, HeaderOfABuiltPluginIsThisMachines) {
