@@ -528,6 +528,8 @@ Case case_for(const ops::OpSchema& s) {
     set({{1, 2, 3, 4}, {1, 2, 5, 4}, {1, 2, 5, 2}}), c.attrs.b("causal", true);
   if (name == "rotary_embedding") set({{1, 3, 4}, {3, 2}, {3, 2}});
   if (name == "cross_entropy") set({{3, 4}, {3}});
+  if (category == "optimizer")  // param, grad, state...: one shape
+    set(std::vector<Shape>(s.inputs.size(), Shape{2, 3})), c.attrs.f("lr", 0.1).i("step", 1);
   return c;
 }
 
@@ -543,9 +545,12 @@ TEST(ReferenceCoverageTest, EveryOperatorRunsOnEveryDtype) {
       for (size_t i = 0; i < c.shapes.size(); ++i) {
         const bool index = int(i) == s.index_input;
         const bool cond = s.rule == ops::DtypeRule::kWhere && i == 0;
-        HostTensor x = HostTensor::zeros(c.shapes[i], index  ? dtype::i64
-                                                      : cond ? dtype::boolean
-                                                             : t);
+        // Optimizer state (inputs after param and grad): f32 for f16/bf16 params.
+        const bool state = std::string(s.category) == "optimizer" && i >= 2;
+        HostTensor x = HostTensor::zeros(c.shapes[i], index   ? dtype::i64
+                                                      : cond  ? dtype::boolean
+                                                      : state ? ops::output_dtypes(s, t)[1]
+                                                              : t);
         for (int64_t e = 0; e < x.numel(); ++e) {
           (index || cond) ? x.set_int(e, e % 2) : x.set(e, double((e * 7) % 11) * 0.25 - 1);
         }

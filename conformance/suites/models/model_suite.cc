@@ -238,6 +238,66 @@ void run_model(TestContext& context, const std::string& id, const Model& m, DLDa
   }
 }
 
+// --- optimizer steps in place --------------------------------------------------
+
+// The state dtype of a parameter dtype (docs/ops.md, "Optimizer steps").
+DLDataType state_dtype(DLDataType param) { return param == dtype::f64 ? dtype::f64 : dtype::f32; }
+
+// The attributes of step |step| of |op| in the in-place tests and training loops.
+std::vector<AttrValue> step_attrs(const std::string& op, int64_t step, double lr) {
+  std::vector<AttrValue> attrs = {attr("lr", lr), attr("step", step)};
+  if (op == "sgd") {
+    attrs.push_back(attr("momentum", 0.9));
+    attrs.push_back(attr("dampening", 0.1));
+    attrs.push_back(attr("weight_decay", 0.01));
+  } else {
+    attrs.push_back(attr("weight_decay", 0.1));
+  }
+  return attrs;
+}
+
+// Three steps of |op| with every output bound to the tensor of its input
+// (param_out to param, each state output to its state): the in-place update
+// frameworks make. The operator suite's cases give every output its own
+// buffer; this catches kernels that store an output element before reading
+// the input element it overwrites, or that ignore the state they are given.
+void run_in_place(TestContext& context, const std::string& id, const ops::OpSchema& schema,
+                  DLDataType dt) {
+  Stream& stream = context.device.default_stream();
+  const std::string op = schema.name;
+  const Parameters p(id, dt);
+  const Shape shape = {37, 29};
+  std::vector<HostTensor> host = {p.make("param", shape, uniform(-2, 2)),
+                                  p.make("grad", shape, uniform(-1, 1))};
+  host.push_back(p.make("state1", shape, uniform(-1, 1), state_dtype(dt)));
+  if (op != "sgd") host.push_back(p.make("state2", shape, uniform(0.01, 1), state_dtype(dt)));
+  const HostTensor grad = host[1];
+  std::vector<Tensor> device;
+  try {
+    for (const HostTensor& h : host) device.push_back(upload(stream, h));
+    for (int64_t step = 1; step <= 3; ++step) {
+      std::vector<const Tensor*> inputs;
+      for (const Tensor& t : device) inputs.push_back(&t);
+      std::vector<Tensor> outputs = {device[0]};
+      for (size_t i = 2; i < device.size(); ++i) outputs.push_back(device[i]);
+      dispatch_op(stream, schema, inputs, outputs, step_attrs(op, step, 0.05));
+    }
+  } catch (const Error& e) {
+    fail(id + ": the device failed: " + e.what());
+  }
+  for (int64_t step = 1; step <= 3; ++step) {
+    std::vector<HostTensor> next = run_host(id, schema, host, step_attrs(op, step, 0.05));
+    host[0] = next[0];
+    for (size_t i = 2; i < host.size(); ++i) host[i] = next[i - 1];
+  }
+  for (size_t i = 0; i < device.size(); ++i) {
+    HostTensor got = download(stream, device[i]);
+    const std::string what = id + " (" + schema.inputs[i].name + " after 3 in-place steps)";
+    expect_close(what, i, got, i == 1 ? grad : host[i],
+                 i == 1 ? Tolerance{} : tolerance_for(host[i].dtype, Family::kTranscendental));
+  }
+}
+
 }  // namespace
 
 void register_model_suite(Registry& registry, const oar_device_properties_t& properties) {
@@ -249,6 +309,17 @@ void register_model_suite(Registry& registry, const oar_device_properties_t& pro
       const std::string id = std::string("models/") + m.name + "/" + dtype_name(dt);
       registry.add({id, "models", "", dtype_name(dt), std::string("models/") + m.name,
                     [id, m, dt](TestContext& context) { run_model(context, id, m, dt); }});
+    }
+  }
+  // Registered under ops/<op>/ so that the operator's filter runs them.
+  for (const char* op : {"sgd", "adam", "adamw"}) {
+    const ops::OpSchema* schema = ops::find_schema(op);
+    if (schema == nullptr) continue;
+    for (DLDataType dt : ops::dtypes_in(claimed & schema->dtypes)) {
+      const std::string id = std::string("ops/") + op + "/" + dtype_name(dt) + "/in_place_3_steps";
+      registry.add(
+          {id, "ops", op, dtype_name(dt), std::string("ops/") + op,
+           [id, schema, dt](TestContext& context) { run_in_place(context, id, *schema, dt); }});
     }
   }
 }

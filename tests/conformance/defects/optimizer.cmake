@@ -1,0 +1,9 @@
+# Defects of the optimizer steps (core/ops/schema_optimizer.cc), each a
+# realistic mistake in a fused optimizer kernel.
+# Caught only by the in-place test: with separate outputs the two passes agree.
+oar_add_defect(optimizer_adam_two_pass FILTER "ops/adam/f32/*,ops/adamw/f32/*"
+               EXPECT not_certified AREA ops OPS "adamw?" DTYPE f32 ID_REGEX "in_place_3_steps")
+oar_add_defect(optimizer_sgd_damped_first_step FILTER "ops/sgd/f32/*"
+               EXPECT not_certified AREA ops OPS sgd DTYPE f32 ID_REGEX "first_step")
+oar_add_defect(optimizer_adam_no_bias_correction FILTER "ops/adam/f32/*"
+               EXPECT not_certified AREA ops OPS adam DTYPE f32 ID_REGEX "bias_corrected")
