@@ -528,6 +528,7 @@ Case case_for(const ops::OpSchema& s) {
     set({{1, 2, 3, 4}, {1, 2, 5, 4}, {1, 2, 5, 2}}), c.attrs.b("causal", true);
   if (name == "rotary_embedding") set({{1, 3, 4}, {3, 2}, {3, 2}});
   if (name == "cross_entropy") set({{3, 4}, {3}});
+  if (category == "grad") set({{2, 3}, {2, 3}});  // dy and x (or y): one shape
   if (category == "optimizer")  // param, grad, state...: one shape
     set(std::vector<Shape>(s.inputs.size(), Shape{2, 3})), c.attrs.f("lr", 0.1).i("step", 1);
   return c;

@@ -9,6 +9,8 @@
 
 namespace oar::conformance {
 
+void register_gradient_checks(Registry& registry, const oar_device_properties_t& properties);
+
 void register_op_suite(Registry& registry, const oar_device_properties_t& properties) {
   const uint32_t claimed = claimed_dtype_bits(properties);
   for (const ops::OpSchema& schema : ops::schemas()) {
@@ -40,6 +42,7 @@ void register_op_suite(Registry& registry, const oar_device_properties_t& proper
   }
   register_index_error_tests(registry, properties);
   register_numerics_tests(registry, properties);
+  register_gradient_checks(registry, properties);
 }
 
 }  // namespace oar::conformance

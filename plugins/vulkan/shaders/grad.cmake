@@ -1,2 +1,6 @@
 # Shader variants of the pointwise, row and index gradients: append entries
 # "module-name|source.comp|-DDEFINE=value,..." to |variants|.
+foreach(a ${float_dtypes})
+  list(APPEND variants "grad_pointwise_${a}|grad_pointwise.comp|-DDT=${a}")
+  list(APPEND variants "grad_rows_${a}|grad_rows.comp|-DDT=${a}")
+endforeach()
