@@ -13,6 +13,7 @@
 
 #include "core/collective/engine.h"
 #include "core/collective/mpi_transport.h"
+#include "core/collective/native_engine.h"
 #include "core/collective/staged_engine.h"
 #include "oar/buffer.hpp"
 #include "oar/device.hpp"
@@ -133,9 +134,11 @@ Communicator Communicator::from_mpi(Device& device, MPI_Comm comm) {
 }
 
 std::vector<Communicator> Communicator::create_local(const std::vector<Device*>& devices) {
-  (void)devices;
-  fail(OAR_STATUS_UNIMPLEMENTED,
-       "Communicator::create_local: no engine for several devices of one process yet");
+  std::vector<Communicator> comms;
+  for (auto& engine : detail::make_native_engines(devices)) {
+    comms.push_back(Communicator(std::move(engine)));
+  }
+  return comms;
 }
 
 detail::CommEngine& Communicator::live(const char* operation) const {

@@ -9,6 +9,7 @@
 #include <string>
 #include <thread>
 
+#include "collective.h"
 #include "settings.h"
 #include "sim.h"
 
@@ -312,4 +313,5 @@ void SimPlugin::memory_fill(oar_stream_t stream, oar_memory_t dst, uint64_t dst_
 
 }  // namespace oar::sim
 
-OAR_PLUGIN_DEFINE(oar::sim::SimPlugin, "sim", "0.1.0", "OAR project")
+// The table: SimPlugin plus the collective slots (collective.cc).
+OAR_PLUGIN_DEFINE(oar::sim::SimCollectivePlugin, "sim", "0.1.0", "OAR project")
