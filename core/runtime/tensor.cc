@@ -6,6 +6,7 @@
 #include "core/util/checked_math.h"
 #include "oar/device.hpp"
 #include "oar/error.hpp"
+#include "oar/ops.hpp"
 #include "oar/runtime.hpp"
 #include "oar/stream.hpp"
 
@@ -206,12 +207,116 @@ Tensor Tensor::transpose(int a, int b) const {
   return result;
 }
 
+uint64_t Tensor::byte_offset() const {
+  return buffer_ == nullptr ? 0 : dl_.byte_offset - buffer_->offset();
+}
+
+int64_t Tensor::element_offset() const {
+  return buffer_ == nullptr ? 0 : int64_t(byte_offset() / dtype_size(dl_.dtype));
+}
+
+std::vector<int64_t> Tensor::resolve_shape(const char* operation,
+                                           std::vector<int64_t> shape) const {
+  auto refuse = [&](const std::string& why) {
+    throw Error(OAR_STATUS_INVALID_ARGUMENT, std::string(operation) + ": cannot give a tensor of " +
+                                                 shape_text(shape_) + " the shape " +
+                                                 shape_text(shape) + ": " + why);
+  };
+  int inferred = -1;
+  int64_t known = 1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1) {
+      if (inferred >= 0) refuse("only one dimension may be -1");
+      inferred = int(i);
+      continue;
+    }
+    if (shape[i] < 0) refuse("a dimension is negative");
+    if (!util::checked_mul(known, shape[i], &known)) refuse("it overflows 64-bit sizes");
+  }
+  const int64_t count = numel();
+  if (inferred >= 0) {
+    // With a zero among the others, -1 could be anything.
+    if (known == 0) refuse("the -1 dimension is ambiguous beside a 0");
+    if (count % known != 0) {
+      refuse(std::to_string(count) + " elements do not divide into rows of " +
+             std::to_string(known));
+    }
+    shape[size_t(inferred)] = count / known;
+  } else if (known != count) {
+    refuse("it has " + std::to_string(known) + " elements, not " + std::to_string(count));
+  }
+  check_shape(operation, shape, dl_.dtype);  // a zero beside huge dimensions
+  return shape;
+}
+
+// Walks the old dimensions from the last, in chunks whose elements are
+// equally spaced (stride[i] == stride[i + 1] * shape[i + 1]); each chunk must
+// be split or merged into whole new dimensions, which take strides inside it.
+bool Tensor::view_strides(const std::vector<int64_t>& shape, std::vector<int64_t>* out) const {
+  std::vector<int64_t>& strides = *out;
+  strides.assign(shape.size(), 0);
+  if (numel() <= 1) {
+    // No stride is ever followed between two elements.
+    strides = contiguous_strides(shape);
+    return true;
+  }
+  int view_d = int(shape.size()) - 1;
+  int64_t chunk_stride = strides_.back();
+  int64_t tensor_count = 1;
+  int64_t view_count = 1;
+  for (int d = int(shape_.size()) - 1; d >= 0; --d) {
+    tensor_count *= shape_[size_t(d)];
+    int64_t next = 0;
+    const bool chunk_ends = d == 0 || (shape_[size_t(d) - 1] != 1 &&
+                                       (!util::checked_mul(tensor_count, chunk_stride, &next) ||
+                                        strides_[size_t(d) - 1] != next));
+    if (!chunk_ends) continue;
+    while (view_d >= 0 && (view_count < tensor_count || shape[size_t(view_d)] == 1)) {
+      if (!util::checked_mul(view_count, chunk_stride, &strides[size_t(view_d)])) return false;
+      view_count *= shape[size_t(view_d)];
+      --view_d;
+    }
+    if (view_count != tensor_count) return false;
+    if (d > 0) {
+      chunk_stride = strides_[size_t(d) - 1];
+      tensor_count = 1;
+      view_count = 1;
+    }
+  }
+  return view_d == -1;
+}
+
+Tensor Tensor::view(std::vector<int64_t> shape) const {
+  live_buffer("Tensor::view");
+  shape = resolve_shape("Tensor::view", std::move(shape));
+  std::vector<int64_t> strides;
+  if (!view_strides(shape, &strides)) {
+    throw Error(OAR_STATUS_INVALID_ARGUMENT,
+                "Tensor::view: the strides " + shape_text(strides_) + " of a " +
+                    shape_text(shape_) + " tensor cannot express the shape " + shape_text(shape) +
+                    " without a copy (use reshape)");
+  }
+  return view(buffer_, std::move(shape), dl_.dtype, std::move(strides), byte_offset());
+}
+
+Tensor Tensor::reshape(std::vector<int64_t> shape, Stream* stream) const {
+  const Buffer& buffer = live_buffer("Tensor::reshape");
+  shape = resolve_shape("Tensor::reshape", std::move(shape));
+  std::vector<int64_t> strides;
+  if (view_strides(shape, &strides)) {
+    return view(buffer_, std::move(shape), dl_.dtype, std::move(strides), byte_offset());
+  }
+  Stream& on = stream != nullptr ? *stream : buffer.device().default_stream();
+  Tensor copy = ops::contiguous(on, *this);
+  return view(copy.buffer_, std::move(shape), dl_.dtype, {}, copy.byte_offset());
+}
+
 void Tensor::copy_from_host(Stream& stream, const void* src) const {
   const Buffer& buffer = live_buffer("Tensor::copy_from_host");
   if (!is_contiguous()) {
     throw Error(OAR_STATUS_INVALID_ARGUMENT, "copy_from_host needs a contiguous tensor");
   }
-  stream.copy_from_host(buffer, dl_.byte_offset - buffer.offset(), src, nbytes());
+  stream.copy_from_host(buffer, byte_offset(), src, nbytes());
 }
 
 void Tensor::copy_to_host(Stream& stream, void* dst) const {
@@ -219,7 +324,7 @@ void Tensor::copy_to_host(Stream& stream, void* dst) const {
   if (!is_contiguous()) {
     throw Error(OAR_STATUS_INVALID_ARGUMENT, "copy_to_host needs a contiguous tensor");
   }
-  stream.copy_to_host(dst, buffer, dl_.byte_offset - buffer.offset(), nbytes());
+  stream.copy_to_host(dst, buffer, byte_offset(), nbytes());
 }
 
 DLManagedTensor* Tensor::to_dlpack() const {

@@ -56,8 +56,27 @@ class Tensor {
   uint64_t nbytes() const { return uint64_t(numel()) * dtype_size(dl_.dtype); }
   bool is_contiguous() const;
 
+  // Where element 0 lies in buffer(): dl().byte_offset counts from the start
+  // of the allocation, these from the start of the buffer (what
+  // Tensor::view(buffer(), ..., byte_offset()) and copies take). 0 for an
+  // undefined tensor; readable after the runtime is gone.
+  uint64_t byte_offset() const;
+  int64_t element_offset() const;
+
   // A view with dimensions |a| and |b| swapped (not contiguous in general).
   Tensor transpose(int a, int b) const;
+
+  // The same elements, in row-major order, with |shape|; one dimension may be
+  // -1 and is then inferred from numel(). view() never copies: it shares the
+  // buffer (byte_offset() included) and throws INVALID_ARGUMENT when the
+  // strides cannot express |shape| (a transposed tensor flattened, say).
+  // reshape() returns the same view where one exists and otherwise a
+  // contiguous copy made by the copy operator on |stream| (the device's
+  // default stream when null), then viewed. A shape whose element count
+  // differs, or that overflows 64-bit sizes, is INVALID_ARGUMENT; both throw
+  // FAILED_PRECONDITION for an undefined tensor or a destroyed runtime.
+  Tensor view(std::vector<int64_t> shape) const;
+  Tensor reshape(std::vector<int64_t> shape, Stream* stream = nullptr) const;
 
   // Copies between a host array of nbytes() and this tensor, which must be
   // contiguous; ordered on |stream|.
@@ -77,6 +96,11 @@ class Tensor {
 
  private:
   void refresh();
+  // |shape| with -1 resolved, checked against numel().
+  std::vector<int64_t> resolve_shape(const char* operation, std::vector<int64_t> shape) const;
+  // The strides that give |shape| over this tensor's elements without a copy,
+  // or false.
+  bool view_strides(const std::vector<int64_t>& shape, std::vector<int64_t>* out) const;
   const Buffer& live_buffer(const char* operation) const;
 
   std::shared_ptr<Buffer> buffer_;
