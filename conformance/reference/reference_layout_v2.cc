@@ -1,9 +1,132 @@
 // The reference implementation of the operators of core/ops/schema_layout_v2.cc:
 // plain loops in double (int64 for integers), written from docs/ops.md.
+#include <string>
+
 #include "conformance/reference/reference_parts.h"
 
 namespace oar::conformance::ref {
+namespace {
 
-void add_layout_v2_references(ReferenceTable& table) { (void)table; }
+// The coordinates of row-major element |i| of |shape|.
+Shape coordinates(const Shape& shape, int64_t i) {
+  Shape at(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    at[d] = i % shape[d];
+    i /= shape[d];
+  }
+  return at;
+}
+
+int64_t linear(const Shape& shape, const Shape& at) {
+  int64_t i = 0;
+  for (size_t d = 0; d < shape.size(); ++d) i = i * shape[d] + at[d];
+  return i;
+}
+
+// y[p] = x[p with p[a] replaced by n_a - 1 - p[a] for every flipped axis a].
+void flip(Ctx& c) {
+  const HostTensor& x = c.x();
+  const Shape& shape = x.shape;
+  std::vector<bool> flipped(shape.size(), false);
+  std::vector<int64_t> axes = c.attrs.get_ints("axes");
+  if (axes.empty()) flipped.assign(shape.size(), true);
+  for (int64_t a : axes) {
+    if (!shape.empty()) flipped[size_t(a < 0 ? a + int64_t(shape.size()) : a)] = true;
+  }
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    Shape at = coordinates(shape, i);
+    for (size_t d = 0; d < shape.size(); ++d) {
+      if (flipped[d]) at[d] = shape[d] - 1 - at[d];
+    }
+    copy_element(c.y(), i, x, linear(shape, at));
+  }
+}
+
+// Keeps x[..., i, j] where j - i is on the kept side of |diagonal|; the
+// rest of y stays zero (HostTensor::zeros: +0, 0 or false).
+void triangle(Ctx& c, bool lower) {
+  const HostTensor& x = c.x();
+  const int64_t diagonal = c.attrs.get_int("diagonal");
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    Shape at = coordinates(x.shape, i);
+    const int64_t row = at[at.size() - 2], col = at[at.size() - 1];
+    // col - row cannot wrap: both lie in [0, 2^63).
+    const bool keep = lower ? col - row <= diagonal : col - row >= diagonal;
+    if (keep) copy_element(c.y(), i, x, i);
+  }
+}
+
+// y[p] = x[p aligned at the last dimension, size-1 dimensions of x at 0].
+void expand(Ctx& c) {
+  const HostTensor& x = c.x();
+  HostTensor& y = c.y();
+  const size_t lead = y.shape.size() - x.shape.size();
+  for (int64_t i = 0; i < y.numel(); ++i) {
+    Shape at = coordinates(y.shape, i);
+    Shape from(at.begin() + int64_t(lead), at.end());
+    for (size_t d = 0; d < from.size(); ++d) {
+      if (x.shape[d] == 1) from[d] = 0;
+    }
+    copy_element(y, i, x, linear(x.shape, from));
+  }
+}
+
+// Each coordinate of y minus the begin pad, then mapped into x: reflected
+// about the first and last element (reflect), clamped to them (replicate),
+// or, outside x, the value (constant).
+void pad(Ctx& c) {
+  const HostTensor& x = c.x();
+  HostTensor& y = c.y();
+  const std::vector<int64_t> pads = c.attrs.get_ints("pads");
+  const std::string mode = c.attrs.get_string("mode");
+  const double value = c.attrs.get_float("value");
+  const size_t rank = x.shape.size();
+  for (int64_t i = 0; i < y.numel(); ++i) {
+    Shape at = coordinates(y.shape, i);
+    bool outside = false;
+    for (size_t d = 0; d < rank; ++d) {
+      const int64_t n = x.shape[d];
+      int64_t q = at[d] - pads[d];
+      if (q >= 0 && q < n) {
+        at[d] = q;
+        continue;
+      }
+      if (mode == "constant") {
+        outside = true;
+      } else if (mode == "reflect") {
+        at[d] = q < 0 ? -q : 2 * (n - 1) - q;
+      } else {
+        at[d] = q < 0 ? 0 : n - 1;
+      }
+    }
+    if (outside) {
+      y.set(i, value);
+    } else {
+      copy_element(y, i, x, linear(x.shape, at));
+    }
+  }
+}
+
+// y[p, c] = 1 where c == index[p], else 0; every index checked first.
+void one_hot(Ctx& c) {
+  const HostTensor& index = c.x();
+  HostTensor& y = c.y();
+  const int64_t classes = c.attrs.get_int("num_classes");
+  for (int64_t i = 0; i < index.numel(); ++i) {
+    const int64_t k = checked_index(index, i, classes, "one_hot");
+    y.set(i * classes + k, 1.0);
+  }
+}
+
+}  // namespace
+
+void add_layout_v2_references(ReferenceTable& table) {
+  table["flip"] = flip;
+  table["tril"] = [](Ctx& c) { triangle(c, true); };
+  table["triu"] = [](Ctx& c) { triangle(c, false); };
+  table["expand"] = expand;
+  table["pad"] = pad;
+  table["one_hot"] = one_hot;
+}
 
 }  // namespace oar::conformance::ref

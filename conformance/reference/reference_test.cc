@@ -529,8 +529,12 @@ Case case_for(const ops::OpSchema& s) {
   if (name == "rotary_embedding") set({{1, 3, 4}, {3, 2}, {3, 2}});
   if (name == "cross_entropy") set({{3, 4}, {3}});
   if (category == "grad") set({{2, 3}, {2, 3}});  // dy and x (or y): one shape
-  if (category == "optimizer")  // param, grad, state...: one shape
+  if (category == "optimizer")                    // param, grad, state...: one shape
     set(std::vector<Shape>(s.inputs.size(), Shape{2, 3})), c.attrs.f("lr", 0.1).i("step", 1);
+  if (name == "flip" || name == "tril" || name == "triu") set({{2, 3}});  // layout_v2
+  if (name == "expand") set({{1, 3}}), c.attrs.ints("shape", {2, 3});
+  if (name == "pad") set({{2, 3}}), c.attrs.ints("pads", {1, 0, 0, 1}).s("mode", "reflect");
+  if (name == "one_hot") set({{3}}), c.attrs.i("num_classes", 2);
   return c;
 }
 

@@ -1,9 +1,173 @@
 // opencl kernels of the operator set v2 creation and layout operators
 // (core/ops/schema_layout_v2.cc); the OpenCL C side is kernels/layout_v2.cl.
+// flip and expand are copies between views of x and y (copy_view: negative
+// strides for flip, zero strides for expand); tril/triu have a kernel; pad
+// is a fill and copies.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
 #include "kernels/kernel.h"
 
 namespace oar::opencl {
+namespace {
 
-void register_layout_v2_kernels(const oar::sdk::KernelRegistrar& registrar) { (void)registrar; }
+void flip_body(KernelContext& context) {
+  View from = context.inputs[0];
+  if (from.numel() == 0) return;
+  std::vector<int64_t> axes = context.attrs.get_ints("axes");
+  std::vector<bool> flipped(size_t(std::max(from.ndim, 1)), axes.empty());
+  for (int64_t a : axes) flipped[size_t(normalize_axis(a, from.ndim, "flip"))] = true;
+  for (int d = 0; d < from.ndim; ++d) {
+    if (!flipped[size_t(d)] || from.shape[d] < 2) continue;
+    from.offset += uint64_t((from.shape[d] - 1) * from.strides[d]) * from.element_size();
+    from.strides[d] = -from.strides[d];
+  }
+  copy_view(context, from, context.outputs[0]);
+}
+
+void expand_body(KernelContext& context) {
+  const View& x = context.inputs[0];
+  const View& y = context.outputs[0];
+  View from = y;
+  from.memory = x.memory;
+  from.offset = x.offset;
+  const int lead = y.ndim - x.ndim;
+  for (int d = 0; d < y.ndim; ++d) {
+    from.strides[d] = d < lead || x.shape[d - lead] == 1 ? 0 : x.strides[d - lead];
+  }
+  copy_view(context, from, y);
+}
+
+void triangle_body(KernelContext& context) {
+  const View& x = context.inputs[0];
+  const View& y = context.outputs[0];
+  const int64_t n = y.numel();
+  if (n == 0) return;
+  const int64_t cols = y.shape[y.ndim - 1];
+  const int64_t rows = y.shape[y.ndim - 2];
+  const int64_t diagonal = std::clamp<int64_t>(context.attrs.get_int("diagonal"), -rows, cols);
+  const cl_int lower = context.schema.name[3] == 'l' ? 1 : 0;  // "tril" / "triu"
+  cl_ulong xo = x.offset, yo = y.offset;
+  context.launch(Source::kLayoutV2, y.dtype, "triangle", n,
+                 {x.memory, xo, y.memory, yo, n, cols, rows, diagonal, lower});
+}
+
+// pad's value stored as |t| (its bits, in the low bytes), converted as fill
+// converts it: floats rounded once to nearest even (f16/bf16 from a
+// round-to-odd f32, so that the double is not rounded twice), integers
+// truncated (0 when out of range or NaN), bool value != 0.
+uint64_t pad_value_bits(double value, DLDataType t) {
+  const uint32_t bit = ops::dtype_bit(t);
+  if (bit == ops::kF64) {
+    uint64_t bits;
+    std::memcpy(&bits, &value, 8);
+    return bits;
+  }
+  if (bit == ops::kF32 || bit == ops::kF16 || bit == ops::kBF16) {
+    float f = float(value);
+    uint32_t word;
+    if (bit != ops::kF32 && !std::isnan(value) && double(f) != value) {
+      if (std::fabs(double(f)) > std::fabs(value)) f = std::nextafter(f, 0.0f);
+      std::memcpy(&word, &f, 4);
+      word |= 1u;
+      std::memcpy(&f, &word, 4);
+    }
+    std::memcpy(&word, &f, 4);
+    if (bit == ops::kF16) return oar::sdk::float_to_half(f);
+    if (bit == ops::kBF16) return oar::sdk::float_to_bf16(f);
+    return word;
+  }
+  if (bit == ops::kBool) return value != 0 || std::isnan(value) ? 1 : 0;
+  const bool fits = std::isfinite(value) && std::fabs(value) < 0x1p63;
+  const uint64_t v = fits ? uint64_t(int64_t(value)) : 0;
+  return bit == ops::kI32 ? v & 0xffffffffu : v;
+}
+
+// pad as copies: the value everywhere (constant), x into the interior, then
+// for reflect and replicate each dimension's two border slabs copied from y
+// itself (a reversed view for reflect, a zero stride for replicate). Slabs
+// of dimension d span the full extent of the dimensions before it, already
+// padded, so corners come out right; a slab never overlaps what it reads.
+void pad_body(KernelContext& context) {
+  const View& x = context.inputs[0];
+  const View& y = context.outputs[0];
+  const int64_t n = y.numel();
+  if (n == 0) return;
+  const std::vector<int64_t> pads = context.attrs.get_ints("pads");
+  const std::string mode = context.attrs.get_string("mode");
+  const int rank = y.ndim;
+  const uint64_t size = y.element_size();
+  if (mode == "constant" && x.numel() != n) {
+    const uint64_t bits = pad_value_bits(context.attrs.get_float("value"), y.dtype);
+    check(cl().clEnqueueFillBuffer(context.call->stream->queue, y.memory, &bits, size, y.offset,
+                                   uint64_t(n) * size, 0, nullptr, nullptr),
+          "pad: clEnqueueFillBuffer");
+  }
+  View interior = y;
+  for (int d = 0; d < rank; ++d) {
+    interior.shape[d] = x.shape[d];
+    interior.offset += uint64_t(pads[size_t(d)] * y.strides[d]) * size;
+  }
+  copy_view(context, x, interior);
+  if (mode == "constant") return;
+  const bool reflect = mode == "reflect";
+  for (int d = 0; d < rank; ++d) {
+    const int64_t begin = pads[size_t(d)], end = pads[size_t(d + rank)], extent = x.shape[d];
+    // y's dimensions before d in full, d's slab, x's extents after it.
+    View slab = interior;
+    for (int e = 0; e < d; ++e) {
+      slab.shape[e] = y.shape[e];
+      slab.offset -= uint64_t(pads[size_t(e)] * y.strides[e]) * size;
+    }
+    const uint64_t axis_base = slab.offset - uint64_t(begin * y.strides[d]) * size;
+    struct Side {
+      int64_t first, count, source;
+    };
+    const Side sides[2] = {
+        {0, begin, reflect ? 2 * begin : begin},
+        {begin + extent, end, reflect ? begin + extent - 2 : begin + extent - 1},
+    };
+    for (const Side& side : sides) {
+      if (side.count == 0) continue;
+      View to = slab;
+      to.shape[d] = side.count;
+      to.offset = axis_base + uint64_t(side.first * y.strides[d]) * size;
+      View from = to;
+      from.offset = axis_base + uint64_t(side.source * y.strides[d]) * size;
+      from.strides[d] = reflect ? -y.strides[d] : 0;
+      copy_view(context, from, to);
+    }
+  }
+}
+
+void one_hot_body(KernelContext& context) {
+  const View& index = context.inputs[0];
+  const View& y = context.outputs[0];
+  const int64_t n = y.numel();
+  if (n == 0) return;
+  const int64_t classes = y.shape[y.ndim - 1];
+  cl_ulong io = index.offset, yo = y.offset;
+  const char* kernel = index.dtype == dtype::i32 ? "one_hot_i32" : "one_hot_i64";
+  context.launch(Source::kLayoutV2, y.dtype, kernel, n,
+                 {index.memory, io, y.memory, yo, n, classes, context.error_flag()});
+}
+
+}  // namespace
+
+void register_layout_v2_kernels(const oar::sdk::KernelRegistrar& registrar) {
+  register_op(registrar, "flip", flip_body, same_signatures(ops::kAll, 1, 1));
+  register_op(registrar, "tril", triangle_body, same_signatures(ops::kAll, 1, 1));
+  register_op(registrar, "triu", triangle_body, same_signatures(ops::kAll, 1, 1));
+  register_op(registrar, "expand", expand_body, same_signatures(ops::kAll, 1, 1));
+  register_op(registrar, "pad", pad_body, same_signatures(ops::kAll, 1, 1));
+  std::vector<std::vector<DLDataType>> one_hot;
+  for (DLDataType i : {dtype::i32, dtype::i64}) {
+    for (DLDataType t : ops::dtypes_in(ops::kAll)) one_hot.push_back({i, t});
+  }
+  register_op(registrar, "one_hot", one_hot_body, one_hot);
+}
 
 }  // namespace oar::opencl

@@ -1,1 +1,34 @@
 // OpenCL C kernels of the operator set v2 creation and layout operators for one dtype (see common.cl).
+// flip and expand are copies between views (layout.cc's copy_view); only
+// tril/triu need a kernel of their own.
+
+// ---- tril / triu over contiguous x and y ----------------------------------
+// Element i sits in column i % cols of row (i / cols) % rows of its matrix;
+// it is kept when column - row is on the kept side of |diagonal| (which the
+// host clamped to [-rows, cols]), else stored as 0 (+0, 0 or false).
+__kernel void triangle(gcptr x, ulong xo, gptr y, ulong yo, long n, long cols, long rows,
+                       long diagonal, int lower) {
+  long i = get_global_id(0);
+  if (i >= n) return;
+  long d = i % cols - (i / cols) % rows;
+  int keep = lower ? d <= diagonal : d >= diagonal;
+  ((__global SX*)(y + yo))[i] = keep ? ((__global const SX*)(x + xo))[i] : (SX)0;
+}
+
+// ---- one_hot: y[p, c] = index[p] == c, an index outside [0, classes) raises
+// the stream's flag -----------------------------------------------------------
+#define ONE_HOT(I)                                                                             \
+  __kernel void one_hot_##I(gcptr index, ulong io, gptr y, ulong yo, long n, long classes,     \
+                            __global int* error) {                                             \
+    long i = get_global_id(0);                                                                 \
+    if (i >= n) return;                                                                        \
+    long k = (long)ld_##I(index + io, i / classes);                                            \
+    if (k < 0 || k >= classes) {                                                               \
+      *error = 1;                                                                              \
+      ST(y + yo, i, (CX)0);                                                                    \
+      return;                                                                                  \
+    }                                                                                          \
+    ST(y + yo, i, (CX)(k == i % classes ? 1 : 0));                                             \
+  }
+ONE_HOT(i32)
+ONE_HOT(i64)

@@ -1,0 +1,13 @@
+# Defect variants of the operator set v2 creation and layout operators
+# (docs/ops.md, "Creation and layout, set v2").
+# tril off by one on the diagonal: every case with elements on the band.
+oar_add_defect(layout_v2_tril_strict FILTER "ops/tril/f32/*" EXPECT not_certified AREA ops
+               OPS tril DTYPE f32 ID_REGEX "square_7x7|default_diagonal")
+# x * mask: only a dropped NaN or infinity shows (finite values stay exact,
+# up to the sign of zero).
+oar_add_defect(layout_v2_tri_mask_multiply FILTER "ops/triu/f32/*,ops/tril/f32/*"
+               EXPECT not_certified AREA ops OPS "tril|triu" DTYPE f32
+               ID_REGEX "nan_and_inf_are_zeroed")
+# PyTorch's flip(dims=[]) where OAR flips every axis.
+oar_add_defect(layout_v2_flip_default_identity FILTER "ops/flip/*" EXPECT not_certified AREA ops
+               OPS flip ID_REGEX "default_every_axis")
