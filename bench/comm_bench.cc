@@ -1,0 +1,139 @@
+// oar-comm-bench: all_reduce through oar::Communicator against MPI_Allreduce
+// on host buffers in the same run, in the style of nccl-tests'
+// all_reduce_perf. Run under mpirun, one rank per process:
+//
+//   mpirun -n 2 oar-comm-bench --manifest build/share/oar/plugins.d/cpu.json
+//          [--dtype f32] [--op sum] [--min 8] [--max 268435456] [--iters 20]
+//
+// Each line: bytes, elements, dtype, op, then time (us), algbw and busbw
+// (GB/s) for OAR, then the same for MPI_Allreduce, then OAR's busbw over
+// MPI's. algbw = bytes / time; busbw = algbw * 2 (n - 1) / n, the traffic of
+// each link in a ring, as nccl-tests defines it. Times are the mean over
+// --iters operations issued back to back on one stream, after 3 warm-up
+// ones; OAR's include the stream synchronize at the end, MPI's a barrier.
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "oar/oar.hpp"
+
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+uint64_t parse_size(const char* text) {
+  char* end = nullptr;
+  double value = std::strtod(text, &end);
+  std::string unit = end != nullptr ? end : "";
+  if (unit == "K" || unit == "k") value *= 1024;
+  if (unit == "M" || unit == "m") value *= 1024 * 1024;
+  if (unit == "G" || unit == "g") value *= 1024.0 * 1024 * 1024;
+  return uint64_t(value);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  int rank = 0;
+  int size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  std::string manifest, device_name, dtype_name = "f32", op_name = "sum";
+  uint64_t min_bytes = 8;
+  uint64_t max_bytes = uint64_t(256) << 20;
+  int iters = 20;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string key = argv[i];
+    if (key == "--manifest") manifest = argv[i + 1];
+    if (key == "--device") device_name = argv[i + 1];
+    if (key == "--dtype") dtype_name = argv[i + 1];
+    if (key == "--op") op_name = argv[i + 1];
+    if (key == "--min") min_bytes = parse_size(argv[i + 1]);
+    if (key == "--max") max_bytes = parse_size(argv[i + 1]);
+    if (key == "--iters") iters = std::atoi(argv[i + 1]);
+  }
+  const DLDataType dtype = dtype_name == "f64"    ? oar::dtype::f64
+                           : dtype_name == "i32"  ? oar::dtype::i32
+                           : dtype_name == "bf16" ? oar::dtype::bf16
+                                                  : oar::dtype::f32;
+  const MPI_Datatype mpi_type = dtype_name == "f64"   ? MPI_DOUBLE
+                                : dtype_name == "i32" ? MPI_INT32_T
+                                                      : MPI_FLOAT;
+  const oar::ReduceOp op = op_name == "max" ? oar::ReduceOp::kMax : oar::ReduceOp::kSum;
+  const MPI_Op mpi_op = op_name == "max" ? MPI_MAX : MPI_SUM;
+  const uint64_t es = oar::dtype_size(dtype);
+  {
+    oar::RuntimeOptions options;
+    if (!manifest.empty()) options.plugin_files = {manifest};
+    oar::Runtime runtime(options);
+    if (runtime.devices().empty()) {
+      std::fprintf(stderr, "oar-comm-bench: no device (give --manifest)\n");
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    oar::Device& device = device_name.empty() ? *runtime.devices()[0] : runtime.device(device_name);
+    oar::Stream stream = device.create_stream();
+    oar::Communicator comm = oar::Communicator::from_mpi(device, MPI_COMM_WORLD);
+    oar::Buffer send = device.allocate(max_bytes, &stream);
+    oar::Buffer recv = device.allocate(max_bytes, &stream);
+    stream.fill(send, 0, 0, max_bytes);
+    stream.synchronize();
+    std::vector<char> host_send(max_bytes, 0), host_recv(max_bytes, 0);
+    if (rank == 0) {
+      std::printf("# oar-comm-bench: %d ranks, %s (%s), all_reduce %s %s, %d iterations\n", size,
+                  device.name().c_str(), comm.engine_name(), dtype_name.c_str(), op_name.c_str(),
+                  iters);
+      std::printf("# %12s %12s %5s %5s | %10s %8s %8s | %10s %8s %8s | %6s\n", "size(B)", "count",
+                  "type", "redop", "oar(us)", "algbw", "busbw", "mpi(us)", "algbw", "busbw",
+                  "ratio");
+    }
+    const double ring = size > 1 ? 2.0 * (size - 1) / size : 1.0;
+    for (uint64_t bytes = std::max<uint64_t>(min_bytes, es); bytes <= max_bytes; bytes *= 2) {
+      const uint64_t count = bytes / es;
+      for (int i = 0; i < 3; ++i) comm.all_reduce(send, recv, count, dtype, op, stream);
+      comm.synchronize(stream);
+      MPI_Barrier(MPI_COMM_WORLD);
+      double start = now_s();
+      for (int i = 0; i < iters; ++i) comm.all_reduce(send, recv, count, dtype, op, stream);
+      comm.synchronize(stream);
+      double oar_s = (now_s() - start) / iters;
+      double mpi_s = 0;
+      if (dtype_name != "bf16") {
+        for (int i = 0; i < 3; ++i) {
+          MPI_Allreduce(host_send.data(), host_recv.data(), int(count), mpi_type, mpi_op,
+                        MPI_COMM_WORLD);
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+        start = now_s();
+        for (int i = 0; i < iters; ++i) {
+          MPI_Allreduce(host_send.data(), host_recv.data(), int(count), mpi_type, mpi_op,
+                        MPI_COMM_WORLD);
+        }
+        mpi_s = (now_s() - start) / iters;
+      }
+      // The slowest rank's time, as nccl-tests reports.
+      double times[2] = {oar_s, mpi_s};
+      double worst[2] = {0, 0};
+      MPI_Reduce(times, worst, 2, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+      if (rank == 0) {
+        double oar_algbw = bytes / worst[0] / 1e9;
+        double mpi_algbw = worst[1] > 0 ? bytes / worst[1] / 1e9 : 0;
+        std::printf("  %12llu %12llu %5s %5s | %10.1f %8.3f %8.3f | %10.1f %8.3f %8.3f | %6.2f\n",
+                    (unsigned long long)bytes, (unsigned long long)count, dtype_name.c_str(),
+                    op_name.c_str(), worst[0] * 1e6, oar_algbw, oar_algbw * ring, worst[1] * 1e6,
+                    mpi_algbw, mpi_algbw * ring, mpi_algbw > 0 ? oar_algbw / mpi_algbw : 0.0);
+        std::fflush(stdout);
+      }
+    }
+  }
+  MPI_Finalize();
+  return 0;
+}
