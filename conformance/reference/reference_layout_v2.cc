@@ -118,6 +118,30 @@ void one_hot(Ctx& c) {
   }
 }
 
+// y = x; then, for every position p of index in row-major order, the
+// element q = p with q[axis] = index[p] gets src[p] (scatter) or y[q] +
+// src[p] rounded to y's dtype (scatter_add). Row-major order visits the
+// positions of one line along the axis in index order.
+void scatter(Ctx& c, bool add) {
+  const HostTensor &x = c.x(), &index = c.in[1], &src = c.in[2];
+  HostTensor& y = c.y();
+  y.bytes = x.bytes;
+  const size_t axis = size_t(c.layout_axis());
+  const bool integer = !is_float(y.dtype);
+  for (int64_t i = 0; i < index.numel(); ++i) {
+    Shape at = coordinates(index.shape, i);
+    at[axis] = checked_index(index, i, x.shape[axis], c.schema.name);
+    const int64_t q = linear(x.shape, at);
+    if (!add) {
+      copy_element(y, q, src, i);
+    } else if (integer) {
+      y.set_int(q, add_wrap(y.get_int(q), src.get_int(i)));
+    } else {
+      y.set(q, y.get(q) + src.get(i));
+    }
+  }
+}
+
 }  // namespace
 
 void add_layout_v2_references(ReferenceTable& table) {
@@ -127,6 +151,8 @@ void add_layout_v2_references(ReferenceTable& table) {
   table["expand"] = expand;
   table["pad"] = pad;
   table["one_hot"] = one_hot;
+  table["scatter"] = [](Ctx& c) { scatter(c, false); };
+  table["scatter_add"] = [](Ctx& c) { scatter(c, true); };
 }
 
 }  // namespace oar::conformance::ref

@@ -535,6 +535,8 @@ Case case_for(const ops::OpSchema& s) {
   if (name == "expand") set({{1, 3}}), c.attrs.ints("shape", {2, 3});
   if (name == "pad") set({{2, 3}}), c.attrs.ints("pads", {1, 0, 0, 1}).s("mode", "reflect");
   if (name == "one_hot") set({{3}}), c.attrs.i("num_classes", 2);
+  if (name == "scatter" || name == "scatter_add")
+    set({{2, 3}, {2, 3}, {2, 3}}), c.attrs.i("axis", 1);
   return c;
 }
 

@@ -131,6 +131,25 @@ std::vector<DLDataType> one_hot_outputs(const OpSchema& schema, DLDataType input
   return {dtype::i64};
 }
 
+// scatter/scatter_add: x [..], index and src of one shape and x's rank, no
+// larger than x off the axis; y has x's shape.
+Shapes scatter_shape(const OpSchema& schema, const Shapes& in, const Attrs& attrs) {
+  const Shape &x = in[0], &index = in[1], &src = in[2];
+  if (x.empty()) fail(schema, "x must have at least 1 dimension");
+  const int64_t axis = normalize_axis(schema, attrs.get_int("axis"), int64_t(x.size()));
+  if (index.size() != x.size()) fail(schema, "index must have x's rank");
+  if (src != index) {
+    fail(schema, "src " + shape_text(src) + " must have index's shape " + shape_text(index));
+  }
+  for (size_t d = 0; d < x.size(); ++d) {
+    if (int64_t(d) != axis && index[d] > x[d]) {
+      fail(schema,
+           "index " + shape_text(index) + " is larger than x " + shape_text(x) + " off the axis");
+    }
+  }
+  return {x};
+}
+
 }  // namespace
 
 void add_layout_v2_schemas(std::vector<OpSchema>& s) {
@@ -197,6 +216,22 @@ void add_layout_v2_schemas(std::vector<OpSchema>& s) {
   one_hot.check_dtypes_fn = one_hot_dtypes;
   one_hot.output_dtypes_fn = one_hot_outputs;
   s.push_back(one_hot);
+  OpSchema scatter{"scatter",
+                   "layout",
+                   {{"x"}, {"index"}, {"src"}},
+                   {"y"},
+                   {required("axis", kInt)},
+                   kAll,
+                   DtypeRule::kIndexed,
+                   1,
+                   "y = x, then y[p with p[axis] = index[p]] = src[p] (the last along axis wins)"};
+  scatter.shape_fn = scatter_shape;
+  s.push_back(scatter);
+  OpSchema scatter_add = scatter;
+  scatter_add.name = "scatter_add";
+  scatter_add.dtypes = kNumbers;
+  scatter_add.summary = "y = x, then y[p with p[axis] = index[p]] += src[p], in index order";
+  s.push_back(scatter_add);
 }
 
 }  // namespace oar::ops::detail

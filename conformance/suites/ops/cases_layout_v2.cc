@@ -163,6 +163,42 @@ std::vector<OpCase> one_hot_cases(DLDataType index_dt, uint32_t claimed) {
   return cases;
 }
 
+// Random indices repeat: scatter's last writer along the axis wins and
+// scatter_add sums them. scatter_add's floats are small integers, so that
+// every sum is exact in every dtype whatever the order of the additions.
+std::vector<OpCase> scatter_cases(const std::string& op, DLDataType dt) {
+  const bool add = op == "scatter_add";
+  Domain d = add && is_float(dt) ? integers(-8, 8) : domain_for("gather", dt);
+  auto c = [&](const char* name, Shape x, int64_t axis, Shape index, DLDataType index_dt,
+               bool transposed = false) {
+    const int64_t extent = x[size_t(axis < 0 ? axis + int64_t(x.size()) : axis)];
+    return make_case(
+        name,
+        {spec(x, dt, d, transposed),
+         spec(index, index_dt, integers(0, std::max<int64_t>(extent - 1, 0))), spec(index, dt, d)},
+        {attr("axis", axis)});
+  };
+  std::vector<OpCase> cases = {
+      c("axis0_7_of_13", {13, 31}, 0, {7, 31}, dtype::i64),
+      c("axis1_more_indices_than_extent", {13, 31}, 1, {13, 50}, dtype::i64),
+      c("negative_axis_rank3", {4, 7, 9}, -2, {4, 12, 9}, dtype::i64),
+      c("index_smaller_off_the_axis", {13, 31}, 1, {5, 6}, dtype::i64),
+      c("index_i32", {13, 31}, 0, {20, 31}, dtype::i32),
+      c("rank1_odd_7", {7}, 0, {11}, dtype::i64),
+      c("empty_index", {13, 31}, 1, {13, 0}, dtype::i64),
+      c("noncontiguous_x", {13, 31}, 1, {13, 8}, dtype::i64, true),
+      c("large_1024x1024", kLargeRows, 1, {1024, 512}, dtype::i64),
+  };
+  // Every index of a line the same: the order along the axis decides.
+  cases.push_back(
+      make_case("repeated_index_in_order",
+                {spec({2, 4}, dt, d),
+                 explicit_values({2, 6}, dtype::i64, {2, 2, 0, 2, 1, 0, 3, 3, 3, 1, 3, 3}),
+                 explicit_values({2, 6}, dt, {1, 2, 3, 4, 5, 6, 1, 0, 1, 1, 0, 1})},
+                {attr("axis", int64_t(1))}));
+  return cases;
+}
+
 }  // namespace
 
 std::optional<std::vector<OpCase>> layout_v2_cases(const ops::OpSchema& schema, DLDataType dtype,
@@ -173,11 +209,13 @@ std::optional<std::vector<OpCase>> layout_v2_cases(const ops::OpSchema& schema, 
   if (op == "expand") return expand_cases(dtype);
   if (op == "pad") return pad_cases(dtype);
   if (op == "one_hot") return one_hot_cases(dtype, claimed);
+  if (op == "scatter" || op == "scatter_add") return scatter_cases(op, dtype);
   return std::nullopt;
 }
 
 std::optional<Family> layout_v2_family(const ops::OpSchema& schema) {
-  if (in_set(schema.name, {"flip", "tril", "triu", "expand", "pad", "one_hot"}))
+  if (in_set(schema.name,
+             {"flip", "tril", "triu", "expand", "pad", "one_hot", "scatter", "scatter_add"}))
     return Family::kExact;
   return std::nullopt;
 }

@@ -216,6 +216,81 @@ void one_hot_kernel(KernelContext& context) {
   });
 }
 
+// y = x, then each line of index along the axis (one per position off the
+// axis) in index order: y[.., index[j], ..] = src[j] or += src[j]. Lines
+// write disjoint elements of y, so they run in parallel; within a line the
+// order is the index's, which makes the last writer and the sums
+// deterministic. Every index is checked before y is touched.
+void scatter_kernel(KernelContext& context) {
+  const View x = context.inputs[0], index = context.inputs[1], src = context.inputs[2],
+             y = context.outputs[0];
+  if (is_empty(y)) return;
+  const bool add = context.schema.name == std::string("scatter_add");
+  const int axis = int(context.attrs.get_int("axis") < 0 ? context.attrs.get_int("axis") + y.ndim
+                                                         : context.attrs.get_int("axis"));
+  const Loop<2> copy = copy_loop(y, x);
+  const char* op = context.schema.name;
+  launch(context.call, [=] {
+    const int64_t count = index.numel();
+    auto at = [&](int64_t i) {
+      return index.dtype == dtype::i32 ? int64_t(index.ptr<int32_t>()[i]) : index.ptr<int64_t>()[i];
+    };
+    const int64_t bound = y.shape[axis];
+    for (int64_t i = 0; i < count; ++i) {
+      if (at(i) < 0 || at(i) >= bound) {
+        throw oar::sdk::Error(OAR_STATUS_OUT_OF_RANGE,
+                              std::string(op) + ": index " + std::to_string(at(i)) +
+                                  " out of range [0, " + std::to_string(bound) + ")");
+      }
+    }
+    run_copy(copy, y.element_size());
+    const int64_t along = index.shape[axis];
+    if (count == 0) return;
+    const int64_t lines = count / along;
+    with_dtype(y.dtype, [&](auto type) {
+      using T = decltype(type);
+      T* out = y.ptr<T>();
+      const T* from = src.ptr<T>();
+#pragma omp parallel for if (count > 2 * kGrain) schedule(static)
+      for (int64_t l = 0; l < lines; ++l) {
+        int64_t rest = l, yo = 0, io = 0;
+        for (int d = y.ndim - 1; d >= 0; --d) {
+          if (d == axis) continue;
+          const int64_t c = rest % index.shape[d];
+          rest /= index.shape[d];
+          yo += c * y.strides[d];
+          io += c * index.strides[d];
+        }
+        for (int64_t j = 0; j < along; ++j) {
+          const int64_t ii = io + j * index.strides[axis];
+          T* q = out + yo + at(ii) * y.strides[axis];
+          if constexpr (std::is_same_v<T, bool>) {
+            *q = from[ii];
+          } else if constexpr (std::is_integral_v<T>) {
+            using U = std::make_unsigned_t<T>;
+            *q = add ? T(U(*q) + U(from[ii])) : from[ii];  // wraps
+          } else {
+            if (add) {
+              store(q, load(q) + load(from + ii));
+            } else {
+              *q = from[ii];
+            }
+          }
+        }
+      }
+    });
+  });
+}
+
+// (data, index, src) -> data signatures for data dtypes |bits|.
+std::vector<std::vector<DLDataType>> scatter_signatures(uint32_t bits) {
+  std::vector<std::vector<DLDataType>> result;
+  for (DLDataType t : ops::dtypes_in(bits)) {
+    for (DLDataType i : {dtype::i32, dtype::i64}) result.push_back({t, i, t, t});
+  }
+  return result;
+}
+
 }  // namespace
 
 void register_layout_v2_kernels(const oar::sdk::KernelRegistrar& registrar,
@@ -230,6 +305,9 @@ void register_layout_v2_kernels(const oar::sdk::KernelRegistrar& registrar,
     for (DLDataType t : ops::dtypes_in(ops::kAll)) one_hot.push_back({i, t});
   }
   register_op(registrar, "one_hot", one_hot_kernel, one_hot, 0, table);
+  register_op(registrar, "scatter", scatter_kernel, scatter_signatures(ops::kAll), 0, table);
+  register_op(registrar, "scatter_add", scatter_kernel, scatter_signatures(ops::kNumbers), 0,
+              table);
 }
 
 }  // namespace oar::cpu

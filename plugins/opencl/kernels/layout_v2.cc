@@ -155,6 +155,45 @@ void one_hot_body(KernelContext& context) {
                  {index.memory, io, y.memory, yo, n, classes, context.error_flag()});
 }
 
+// y = x (copy_view), then one work-item per line of index along the axis.
+void scatter_body(KernelContext& context) {
+  const View& x = context.inputs[0];
+  const View& index = context.inputs[1];
+  const View& src = context.inputs[2];
+  const View& y = context.outputs[0];
+  if (y.numel() == 0) return;
+  const int axis = normalize_axis(context.attrs.get_int("axis"), y.ndim, context.schema.name);
+  copy_view(context, x, y);
+  const int64_t count = index.numel();
+  if (count == 0) return;
+  Geo g;
+  g.rank = y.ndim;
+  g.numel = count / index.shape[axis];
+  for (int d = 0; d < y.ndim; ++d) {
+    g.shape[d] = d == axis ? 1 : index.shape[d];
+    g.strides[0][d] = y.strides[d];
+    g.strides[1][d] = index.strides[d];
+  }
+  g.offsets[0] = int64_t(y.offset);
+  g.offsets[1] = int64_t(index.offset);
+  g.offsets[2] = int64_t(src.offset);
+  const int64_t along = index.shape[axis], index_step = index.strides[axis];
+  const int64_t y_step = y.strides[axis], bound = y.shape[axis];
+  const cl_int add = context.schema.name == std::string("scatter_add") ? 1 : 0;
+  const char* kernel = index.dtype == dtype::i32 ? "scatter_i32" : "scatter_i64";
+  context.launch(Source::kLayoutV2, y.dtype, kernel, g.numel,
+                 {index.memory, src.memory, y.memory, g, along, index_step, y_step, bound, add,
+                  context.error_flag()});
+}
+
+std::vector<std::vector<DLDataType>> scatter_signatures(uint32_t bits) {
+  std::vector<std::vector<DLDataType>> result;
+  for (DLDataType t : ops::dtypes_in(bits)) {
+    for (DLDataType i : {dtype::i32, dtype::i64}) result.push_back({t, i, t, t});
+  }
+  return result;
+}
+
 }  // namespace
 
 void register_layout_v2_kernels(const oar::sdk::KernelRegistrar& registrar) {
@@ -168,6 +207,8 @@ void register_layout_v2_kernels(const oar::sdk::KernelRegistrar& registrar) {
     for (DLDataType t : ops::dtypes_in(ops::kAll)) one_hot.push_back({i, t});
   }
   register_op(registrar, "one_hot", one_hot_body, one_hot);
+  register_op(registrar, "scatter", scatter_body, scatter_signatures(ops::kAll));
+  register_op(registrar, "scatter_add", scatter_body, scatter_signatures(ops::kNumbers));
 }
 
 }  // namespace oar::opencl

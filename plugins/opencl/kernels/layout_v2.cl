@@ -32,3 +32,35 @@ __kernel void triangle(gcptr x, ulong xo, gptr y, ulong yo, long n, long cols, l
   }
 ONE_HOT(i32)
 ONE_HOT(i64)
+
+// ---- scatter / scatter_add: one work-item per line of index along the axis
+// (g: index's shape with the axis extent 1, strides[0] of y, strides[1] of
+// index and src, offsets[0..2] of y, index, src), in index order along the
+// line; an index outside [0, bound) raises the stream's flag --------------
+#define SCATTER(I)                                                                             \
+  __kernel void scatter_##I(gcptr index, gcptr src, gptr y, geo_t g, long along,              \
+                            long index_step, long y_step, long bound, int add,                 \
+                            __global int* error) {                                             \
+    long l = get_global_id(0);                                                                 \
+    if (l >= g.numel) return;                                                                  \
+    long o[2];                                                                                 \
+    geo_offsets(&g, l, 2, o);                                                                  \
+    gptr yb = y + g.offsets[0];                                                                \
+    gcptr sb = src + g.offsets[2];                                                             \
+    for (long j = 0; j < along; ++j) {                                                         \
+      long ii = o[1] + j * index_step;                                                         \
+      long k = (long)ld_##I(index + g.offsets[1], ii);                                         \
+      if (k < 0 || k >= bound) {                                                               \
+        *error = 1;                                                                            \
+        continue;                                                                              \
+      }                                                                                        \
+      long q = o[0] + k * y_step;                                                              \
+      if (add) {                                                                               \
+        ST(yb, q, (CX)((UX)LD(yb, q) + (UX)LD(sb, ii)));                                       \
+      } else {                                                                                 \
+        ((__global SX*)yb)[q] = ((__global const SX*)sb)[ii];                                  \
+      }                                                                                        \
+    }                                                                                          \
+  }
+SCATTER(i32)
+SCATTER(i64)

@@ -162,6 +162,49 @@ void one_hot_kernel(KernelContext& c) {
            {{0, index.buffer()}, {3, y.buffer()}}, p.data(), p.size(), uint64_t(n));
 }
 
+// y = x (map copy), then layout_v2_scatter.comp: one invocation per line of
+// index along the axis.
+void scatter_kernel(KernelContext& c) {
+  const TensorRef& x = c.inputs[0];
+  const TensorRef& index = c.inputs[1];
+  const TensorRef& src = c.inputs[2];
+  const TensorRef& y = c.outputs[0];
+  if (y.numel() == 0) return;
+  const int axis = normalize_axis(c.attrs.get_int("axis"), y.ndim);
+  map(c.stream, kMapCopy, shape_of(y), as_is(x), {}, {}, as_is(y));
+  const int64_t count = index.numel();
+  if (count == 0) return;
+  const int64_t lines = count / index.shape[axis];
+  require_loop_budget(c, uint64_t(lines), uint64_t(index.shape[axis]), c.schema.name);
+  std::vector<int64_t> shape = shape_of(index);
+  shape[size_t(axis)] = 1;
+  Params p;
+  p.add(lines);
+  p.add(y.ndim);
+  p.add8(shape.data(), y.ndim, 1);
+  p.add8(y.strides, y.ndim, 0);
+  p.add8(index.strides, y.ndim, 0);
+  p.add(index.shape[axis]);
+  p.add(index.strides[axis]);
+  p.add(y.strides[axis]);
+  p.add(y.shape[axis]);
+  p.add(c.schema.name == std::string("scatter_add") ? 1 : 0);
+  p.add(y.offset);
+  p.add(index.offset);
+  p.add(src.offset);
+  dispatch(c.stream, module_name("layout_v2_scatter", {y.dtype, index.dtype}), 0,
+           {{0, index.buffer()}, {1, src.buffer()}, {3, y.buffer()}}, p.data(), p.size(),
+           uint64_t(lines));
+}
+
+std::vector<std::vector<DLDataType>> scatter_signatures(uint32_t bits) {
+  std::vector<std::vector<DLDataType>> result;
+  for (DLDataType t : ops::dtypes_in(bits & kSupported)) {
+    for (DLDataType i : {dtype::i32, dtype::i64}) result.push_back({t, i, t, t});
+  }
+  return result;
+}
+
 }  // namespace
 
 void register_layout_v2_kernels(const oar::sdk::KernelRegistrar& registrar) {
@@ -175,6 +218,8 @@ void register_layout_v2_kernels(const oar::sdk::KernelRegistrar& registrar) {
     for (DLDataType t : ops::dtypes_in(ops::kAll & kSupported)) one_hot.push_back({i, t});
   }
   register_op(registrar, "one_hot", one_hot_kernel, one_hot);
+  register_op(registrar, "scatter", scatter_kernel, scatter_signatures(ops::kAll));
+  register_op(registrar, "scatter_add", scatter_kernel, scatter_signatures(ops::kNumbers));
 }
 
 }  // namespace oar::vulkan

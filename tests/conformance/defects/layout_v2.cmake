@@ -11,3 +11,9 @@ oar_add_defect(layout_v2_tri_mask_multiply FILTER "ops/triu/f32/*,ops/tril/f32/*
 # PyTorch's flip(dims=[]) where OAR flips every axis.
 oar_add_defect(layout_v2_flip_default_identity FILTER "ops/flip/*" EXPECT not_certified AREA ops
                OPS flip ID_REGEX "default_every_axis")
+# Repeated indices in scatter: the first writer kept instead of the last, and
+# scatter_add that adds to x instead of to the running sum.
+oar_add_defect(layout_v2_scatter_first_wins FILTER "ops/scatter/f32/*" EXPECT not_certified
+               AREA ops OPS scatter DTYPE f32 ID_REGEX "repeated_index_in_order")
+oar_add_defect(layout_v2_scatter_add_race FILTER "ops/scatter_add/f32/*" EXPECT not_certified
+               AREA ops OPS scatter_add DTYPE f32 ID_REGEX "repeated_index_in_order")
