@@ -410,13 +410,16 @@ void attention(Ctx& c) {
   const size_t r = q.shape.size();
   const int64_t Lq = q.shape[r - 2], D = q.shape[r - 1], Lk = k.shape[r - 2], Dv = v.shape[r - 1];
   const bool causal = c.attrs.get_bool("causal");
+  // Query i sees keys j <= i + shift: bottom-right aligns the last query with
+  // the last key, top-left the first query with the first key.
+  const int64_t shift = c.attrs.get_string("causal_alignment") == "top_left" ? 0 : Lk - Lq;
   double scale = c.attrs.get_float("scale");
   if (scale == 0) scale = D > 0 ? 1.0 / std::sqrt(double(D)) : 1.0;  // D = 0: scores are 0
   const auto qv = values(q), kv = values(k), vv = values(v);
   std::vector<double> p(static_cast<size_t>(Lk));
   for (int64_t b = 0; b < product(q.shape, 0, r - 2); ++b) {
     for (int64_t i = 0; i < Lq; ++i) {
-      const int64_t visible = causal ? std::clamp<int64_t>(i + Lk - Lq + 1, 0, Lk) : Lk;
+      const int64_t visible = causal ? std::clamp<int64_t>(i + shift + 1, 0, Lk) : Lk;
       double m = -kInf, sum = 0;
       for (int64_t j = 0; j < visible; ++j) {
         double s = 0;

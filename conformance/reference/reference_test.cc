@@ -440,6 +440,15 @@ TEST(ReferenceTest, CausalAttention) {
   expect(run1("scaled_dot_product_attention",
               {q, T({1, 1}, {0}, dtype::f64), T({1, 1}, {10}, dtype::f64)}, A().b("causal", true)),
          {2, 1}, {0, 10});
+  // Top-left alignment: query i sees keys 0..i whatever Lk is, so one query
+  // over two keys sees key 0 only, and two queries over one key both see it.
+  expect(run1("scaled_dot_product_attention", {T({1, 1}, {1}, dtype::f64), k, v},
+              A().b("causal", true).s("causal_alignment", "top_left")),
+         {1, 1}, {10}, 1e-12);
+  expect(run1("scaled_dot_product_attention",
+              {q, T({1, 1}, {0}, dtype::f64), T({1, 1}, {10}, dtype::f64)},
+              A().b("causal", true).s("causal_alignment", "top_left")),
+         {2, 1}, {10, 10}, 1e-12);
   // An explicit scale: scores 0 and 2 * 1 = 2 weigh 20 by sigmoid(2).
   expect(
       run1("scaled_dot_product_attention", {T({1, 1}, {1}, dtype::f64), k, v}, A().f("scale", 2)),

@@ -242,11 +242,13 @@ std::vector<OpSchema> build_schemas() {
                "nn",
                {{"q"}, {"k"}, {"v"}},
                {"y"},
-               {bool_attr("causal", false), float_attr("scale", 0.0)},
+               {bool_attr("causal", false), float_attr("scale", 0.0),
+                string_attr("causal_alignment", "bottom_right")},
                kFloats,
                DtypeRule::kSame,
                -1,
-               "y = softmax(q k^T * scale [+ causal mask]) v; scale 0 means 1/sqrt(d)"});
+               "y = softmax(q k^T * scale [+ causal mask]) v; scale 0 means 1/sqrt(d); the mask "
+               "is aligned bottom_right (default) or top_left"});
   s.push_back({"rotary_embedding",
                "nn",
                {{"x"}, {"cos"}, {"sin"}},
@@ -537,6 +539,10 @@ Shape infer_one(const OpSchema& schema, const std::vector<Shape>& in, const Attr
         !std::equal(q.begin(), q.end() - 2, v.begin())) {
       fail(schema, "expects q [..., Lq, D], k [..., Lk, D], v [..., Lk, Dv], got " + shape_text(q) +
                        ", " + shape_text(k) + ", " + shape_text(v));
+    }
+    std::string alignment = attrs.get_string("causal_alignment");
+    if (alignment != "bottom_right" && alignment != "top_left") {
+      fail(schema, "causal_alignment must be bottom_right or top_left, not " + alignment);
     }
     Shape out = q;
     out[r - 1] = v[r - 1];

@@ -807,6 +807,10 @@ std::vector<OpCase> attention_cases(DLDataType dt) {
     return make_case(name, {spec(q, dt, d), spec(k, dt, d, k_transposed), spec(v, dt, d)},
                      {attr("causal", causal), attr("scale", scale)});
   };
+  auto top_left = [&](const char* name, Shape q, Shape k, Shape v) {
+    return make_case(name, {spec(q, dt, d), spec(k, dt, d), spec(v, dt, d)},
+                     {attr("causal", true), attr("causal_alignment", "top_left")});
+  };
   return {
       c("basic_lq7_lk11", {2, 3, 7, 16}, {2, 3, 11, 16}, {2, 3, 11, 8}, false),
       c("causal_square", {2, 3, 9, 16}, {2, 3, 9, 16}, {2, 3, 9, 16}, true),
@@ -820,6 +824,15 @@ std::vector<OpCase> attention_cases(DLDataType dt) {
       // query i sees keys 0..i + Lk - Lq; with more, the first queries see none.
       c("causal_fewer_queries_lq5_lk9", {2, 3, 5, 16}, {2, 3, 9, 16}, {2, 3, 9, 8}, true),
       c("causal_more_queries_lq9_lk5", {2, 3, 9, 16}, {2, 3, 5, 16}, {2, 3, 5, 8}, true),
+      // Top-left alignment (PyTorch's is_causal, ONNX): query i sees keys
+      // 0..i whatever Lk is; with Lq != Lk it differs from bottom-right for
+      // every query, and with Lq = Lk the two agree.
+      top_left("causal_top_left_fewer_queries_lq5_lk9", {2, 3, 5, 16}, {2, 3, 9, 16}, {2, 3, 9, 8}),
+      top_left("causal_top_left_more_queries_lq9_lk5", {2, 3, 9, 16}, {2, 3, 5, 16}, {2, 3, 5, 8}),
+      top_left("causal_top_left_square", {2, 3, 9, 16}, {2, 3, 9, 16}, {2, 3, 9, 16}),
+      make_case("causal_explicit_bottom_right_lq5_lk9",
+                {spec({2, 3, 5, 16}, dt, d), spec({2, 3, 9, 16}, dt, d), spec({2, 3, 9, 8}, dt, d)},
+                {attr("causal", true), attr("causal_alignment", "bottom_right")}),
       // Scores sharp enough that the scale's effect exceeds every tolerance.
       make_case("explicit_scale_4_sharp",
                 {spec({1, 2, 5, 8}, dt, uniform(-2, 2)), spec({1, 2, 6, 8}, dt, uniform(-2, 2)),

@@ -468,11 +468,12 @@ struct Attention {
   int64_t batch, lq, lk, d, dv;
   double scale;
   bool causal;
+  int64_t shift;  // a causal row i sees keys j <= i + shift
 };
 
 // Per batch item: scores = q k^T * scale (gemm), a masked softmax per row,
-// y = scores v (gemm). With |causal|, row i sees keys j <= i + lk - lq; a row
-// that sees none (only when lq > lk) gives zeros.
+// y = scores v (gemm). With |causal|, row i sees keys j <= i + shift (lk - lq
+// bottom-right aligned, 0 top-left); a row that sees none gives zeros.
 template <typename T>
 void attention_run(View q, View k, View v, View y, Attention s) {
   using F = blas_t<T>;
@@ -487,7 +488,7 @@ void attention_run(View q, View k, View v, View y, Attention s) {
     F* p = scores.data();
 #pragma omp parallel for if (s.lq * s.lk > kParallelWork)
     for (int64_t i = 0; i < s.lq; ++i) {
-      int64_t seen = s.causal ? std::clamp<int64_t>(i + s.lk - s.lq + 1, 0, s.lk) : s.lk;
+      int64_t seen = s.causal ? std::clamp<int64_t>(i + s.shift + 1, 0, s.lk) : s.lk;
       F* row = p + i * s.lk;
       softmax_line(row, row, seen, 1, false);
       std::fill(row + seen, row + s.lk, F(0));
@@ -507,7 +508,9 @@ void attention_kernel(KernelContext& context) {
               q.shape[r - 1],
               v.shape[r - 1],
               context.attrs.get_float("scale"),
-              context.attrs.get_bool("causal")};
+              context.attrs.get_bool("causal"),
+              0};
+  if (context.attrs.get_string("causal_alignment") != "top_left") s.shift = s.lk - s.lq;
   if (s.scale == 0) s.scale = 1 / std::sqrt(double(s.d));
   if (y.numel() == 0) return;
   require_blas_sizes("scaled_dot_product_attention", {s.lq, s.lk, s.d, s.dv});

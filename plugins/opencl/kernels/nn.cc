@@ -240,7 +240,10 @@ void attention_body(KernelContext& context) {
   double scale = context.attrs.get_float("scale");
   if (scale == 0) scale = d > 0 ? 1.0 / std::sqrt(double(d)) : 1.0;
   Real s = context.real(scale);
-  cl_int causal = context.attrs.get_bool("causal");
+  // 0: no mask; 1: bottom-right aligned; 2: top-left aligned.
+  cl_int causal = !context.attrs.get_bool("causal")                            ? 0
+                  : context.attrs.get_string("causal_alignment") == "top_left" ? 2
+                                                                               : 1;
   cl_ulong qo = q.offset, ko = k.offset, vo = v.offset, yo = y.offset;
   context.launch(Source::kNn, q.dtype, "attention", n,
                  {q.memory, qo, k.memory, ko, v.memory, vo, y.memory, yo, batch, lq, lk, d, dv,

@@ -265,7 +265,8 @@ __kernel void attention(gcptr q, ulong qo, gcptr k, ulong ko, gcptr v, ulong vo,
   long c = i % dv;
   long row = (i / dv) % lq;
   long b = i / (dv * lq);
-  long visible = causal ? min(lk, row + (lk - lq) + 1) : lk;
+  // causal 1: bottom-right aligned (row sees keys <= row + lk - lq); 2: top-left.
+  long visible = causal ? min(lk, row + (causal == 1 ? lk - lq : 0) + 1) : lk;
   if (visible <= 0) {
     ST(y + yo, i, (CX)0);
     return;

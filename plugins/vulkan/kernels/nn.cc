@@ -225,7 +225,10 @@ void attention_kernel(KernelContext& c) {
   p.add(k.shape[k.ndim - 2]);
   p.add(D);
   p.add(v.shape[v.ndim - 1]);
-  p.add(c.attrs.get_bool("causal") ? 1 : 0);
+  // 0: no mask; 1: bottom-right aligned; 2: top-left aligned.
+  p.add(!c.attrs.get_bool("causal")                            ? 0
+        : c.attrs.get_string("causal_alignment") == "top_left" ? 2
+                                                               : 1);
   p.add_float(float(scale));
   p.add(q.offset);
   p.add(k.offset);

@@ -2,7 +2,8 @@
 // query i, value column e), a single pass over the visible keys with an
 // online (rescaled) softmax, f32 throughout.
 //
-// Parameters: 0 outputs, 1 Lq, 2 Lk, 3 D, 4 Dv, 5 causal, 6 scale (f32
+// Parameters: 0 outputs, 1 Lq, 2 Lk, 3 D, 4 Dv, 5 causal (0 none, 1
+// bottom-right aligned, 2 top-left aligned), 6 scale (f32
 // bits), 7 q offset, 8 k offset, 9 v offset, 10 y offset.
 #version 450
 #include "common.glsl"
@@ -22,7 +23,8 @@ void main() {
     uint batch = index / (Dv * Lq);
     uint qi = PU(7) + (batch * Lq + i) * D;
     uint visible = Lk;
-    if (P(5) != 0) visible = min(Lk, uint(max(int(i) + int(Lk) - int(Lq) + 1, 0)));
+    int shift = P(5) == 1 ? int(Lk) - int(Lq) : 0;
+    if (P(5) != 0) visible = min(Lk, uint(max(int(i) + shift + 1, 0)));
     float m = uintBitsToFloat(0xff800000u), l = 0.0, acc = 0.0;
     bool nan_seen = false;
     for (uint j = 0u; j < visible; ++j) {

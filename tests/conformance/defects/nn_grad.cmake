@@ -1,0 +1,6 @@
+# Defects of the gradients of the neural-network operators (core/ops/schema_nn_grad.cc) and of the
+# v1 attention's causal_alignment, each a realistic mistake in a kernel.
+oar_add_defect(nn_grad_attention_ignores_alignment
+               FILTER "ops/scaled_dot_product_attention/f32/*"
+               EXPECT not_certified AREA ops OPS scaled_dot_product_attention DTYPE f32
+               ID_REGEX "causal_top_left_(fewer|more)")
