@@ -537,6 +537,15 @@ Case case_for(const ops::OpSchema& s) {
     set({{1, 2, 3, 4}, {1, 2, 5, 4}, {1, 2, 5, 2}}), c.attrs.b("causal", true);
   if (name == "rotary_embedding") set({{1, 3, 4}, {3, 2}, {3, 2}});
   if (name == "cross_entropy") set({{3, 4}, {3}});
+  if (name == "layer_norm_grad" || name == "rms_norm_grad") set({{2, 3}, {2, 3}, {3}});
+  if (name == "max_pool2d_grad" || name == "avg_pool2d_grad")
+    set({{1, 1, 2, 2}, {1, 1, 4, 4}}), c.attrs.ints("kernel_size", {2});
+  if (name == "conv2d_grad_input")
+    set({{1, 2, 4, 4}, {2, 1, 3, 3}}),
+        c.attrs.i("groups", 2).ints("padding", {1}).ints("input_size", {4, 4});
+  if (name == "conv2d_grad_weight")
+    set({{1, 2, 4, 4}, {1, 2, 4, 4}}),
+        c.attrs.i("groups", 2).ints("padding", {1}).ints("kernel_size", {3, 3});
   if (category == "grad") set({{2, 3}, {2, 3}});  // dy and x (or y): one shape
   if (category == "optimizer")                    // param, grad, state...: one shape
     set(std::vector<Shape>(s.inputs.size(), Shape{2, 3})), c.attrs.f("lr", 0.1).i("step", 1);
