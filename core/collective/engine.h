@@ -61,6 +61,8 @@ struct HostOp {
   DLDataType dtype{};
   int32_t op = 0;
   int32_t peer = 0;
+  uint64_t total = 0;  // elements per block of the whole operation this piece is of
+  bool opens = true;   // the operation's first piece (validation checks those)
 };
 
 class Transport {
@@ -77,6 +79,11 @@ class Transport {
   virtual Status run(const std::vector<HostOp>& ops) = 0;
   // Makes a pending and every later run return ABORTED; thread-safe.
   virtual void abort() = 0;
+  // With |on|, every run first compares each collective's kind, dtype,
+  // reduction, root and element count across ranks, and fails on every rank
+  // with INVALID_ARGUMENT, before any data moves, when they differ
+  // (OAR_VALIDATE=1). Set it alike on every rank, before the first run.
+  virtual void set_checking(bool on) = 0;
 };
 
 class CommEngine {

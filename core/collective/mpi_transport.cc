@@ -232,12 +232,88 @@ Status MpiTransport::wait(std::vector<MPI_Request>& requests, const std::string&
   }
 }
 
+namespace {
+
+// What every rank must agree on for one collective.
+struct Signature {
+  uint8_t kind = 0xff;  // 0xff: no collective in the run
+  uint8_t code = 0;
+  uint8_t bits = 0;
+  uint8_t collectives = 0;  // how many the run holds (saturating)
+  int32_t op = 0;
+  int32_t root = 0;
+  uint32_t reserved = 0;  // no padding: signatures are compared bytewise
+  uint64_t total = 0;
+};
+static_assert(sizeof(Signature) == 24, "Signature has padding");
+
+bool reduces(CollKind kind) {
+  return kind == CollKind::kAllReduce || kind == CollKind::kReduce ||
+         kind == CollKind::kReduceScatter;
+}
+
+std::string describe(const Signature& s) {
+  if (s.kind == 0xff) return "no collective";
+  const CollKind kind = CollKind(s.kind);
+  std::string text = std::string(coll_name(kind)) + " of " + std::to_string(s.total) +
+                     " elements of " + dtype_name(DLDataType{s.code, s.bits, 1});
+  if (reduces(kind)) {
+    static const char* names[] = {"sum", "prod", "max", "min", "avg"};
+    text += std::string(" (") + (s.op >= 0 && s.op < 5 ? names[s.op] : "?") + ")";
+  }
+  if (kind == CollKind::kBroadcast || kind == CollKind::kReduce) {
+    text += " with root " + std::to_string(s.root);
+  }
+  if (s.collectives > 1) text += " and " + std::to_string(s.collectives - 1) + " more";
+  return text;
+}
+
+}  // namespace
+
+Status MpiTransport::check_agreement(const std::vector<HostOp>& ops) {
+  Signature mine;
+  for (const HostOp& op : ops) {
+    // Later pieces of an operation are checked with its first: ranks cut
+    // operations alike, but may run a piece per step or all in one.
+    if (op.kind == CollKind::kSend || op.kind == CollKind::kRecv || !op.opens) continue;
+    if (mine.collectives < 0xff) ++mine.collectives;
+    if (mine.collectives > 1) continue;
+    mine.kind = uint8_t(op.kind);
+    mine.code = op.dtype.code;
+    mine.bits = op.dtype.bits;
+    mine.op = reduces(op.kind) ? op.op : 0;
+    mine.root = op.kind == CollKind::kBroadcast || op.kind == CollKind::kReduce ? op.peer : 0;
+    mine.total = op.total;
+  }
+  if (mine.collectives == 0) return Status();  // every rank skips alike
+  std::vector<Signature> all(size_);
+  MPI_Request request = MPI_REQUEST_NULL;
+  int code = MPI_Iallgather(&mine, int(sizeof mine), MPI_BYTE, all.data(), int(sizeof mine),
+                            MPI_BYTE, comm_, &request);
+  if (code != MPI_SUCCESS) {
+    failed_ = true;
+    return Status(OAR_STATUS_UNAVAILABLE, "validation: MPI refused the check: " + mpi_error(code));
+  }
+  std::vector<MPI_Request> requests{request};
+  OAR_RETURN_IF_ERROR(wait(requests, "validation of the ranks' arguments"));
+  for (int32_t r = 1; r < size_; ++r) {
+    if (std::memcmp(&all[r], &all[0], sizeof(Signature)) != 0) {
+      return Status(OAR_STATUS_INVALID_ARGUMENT, "validation: the ranks disagree: rank " +
+                                                     std::to_string(r) + " issued " +
+                                                     describe(all[r]) + ", rank 0 " +
+                                                     describe(all[0]) + "; nothing was exchanged");
+    }
+  }
+  return Status();
+}
+
 Status MpiTransport::run(const std::vector<HostOp>& ops) {
   if (failed_ || aborted_.load()) {
     return Status(
         aborted_.load() ? OAR_STATUS_ABORTED : OAR_STATUS_UNAVAILABLE,
         aborted_.load() ? "the communicator was aborted" : "the communicator failed earlier");
   }
+  if (checking_) OAR_RETURN_IF_ERROR(check_agreement(ops));
   std::vector<MPI_Request> requests;
   std::vector<std::vector<char>> temporaries;
   // After the wait: copies out of temporaries, and AVG's division.

@@ -37,6 +37,7 @@ class MpiTransport final : public Transport {
   uint64_t max_count() const override { return uint64_t(1) << 30; }
   Status run(const std::vector<HostOp>& ops) override;
   void abort() override { aborted_.store(true); }
+  void set_checking(bool on) override { checking_ = on; }
 
  private:
   struct Peer {
@@ -49,6 +50,8 @@ class MpiTransport final : public Transport {
   Status wait(std::vector<MPI_Request>& requests, const std::string& what);
   // "" when every peer on this host is alive, else which rank is gone.
   std::string dead_peers() const;
+  // The cross-rank comparison of set_checking.
+  Status check_agreement(const std::vector<HostOp>& ops);
 
   MPI_Comm comm_;
   int32_t rank_;
@@ -57,6 +60,7 @@ class MpiTransport final : public Transport {
   double timeout_s_ = 0;  // 0: none
   std::atomic<bool> aborted_{false};
   bool failed_ = false;  // an operation was left pending in MPI
+  bool checking_ = false;
 };
 
 }  // namespace oar::detail

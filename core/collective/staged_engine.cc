@@ -10,6 +10,7 @@
 #include <string>
 #include <thread>
 
+#include "core/loader/plugin.h"
 #include "oar/buffer.hpp"
 #include "oar/collective.h"
 #include "oar/device.hpp"
@@ -126,12 +127,17 @@ class StagedEngine final : public CommEngine {
         force_staging_(env_force_staging()) {
     // Whether every rank's device memory is host-addressable (and staging
     // not forced): then no rank stages, and operations need not be cut.
-    uint8_t mine = !force_staging_ && device.properties().dlpack_device_type == kDLCPU;
-    uint8_t all = 0;
+    // And whether every rank validates (OAR_VALIDATE=1): then the ranks'
+    // arguments are compared before each step.
+    uint8_t mine[2] = {uint8_t(!force_staging_ && device.properties().dlpack_device_type == kDLCPU),
+                       uint8_t(device.plugin().validating())};
+    uint8_t all[2] = {0, 0};
     Status agreed = transport_->run(
-        {HostOp{CollKind::kAllReduce, &mine, &all, 1, dtype::u8, OAR_REDUCE_OP_MIN, 0}});
+        {HostOp{CollKind::kAllReduce, mine, all, 2, dtype::u8, OAR_REDUCE_OP_MIN, 0, 2}});
     if (!agreed.ok()) throw Error(agreed.code(), "creating the communicator: " + agreed.message());
-    all_direct_ = all != 0;
+    all_direct_ = all[0] != 0;
+    validating_ = all[1] != 0;
+    transport_->set_checking(validating_);
     progress_ = std::thread([this] { progress_loop(); });
   }
 
@@ -201,7 +207,8 @@ class StagedEngine final : public CommEngine {
     const uint64_t recv_blocks =
         op.kind == CollKind::kAllGather || op.kind == CollKind::kAllToAll ? ranks : 1;
     PlannedOp planned;
-    planned.op = HostOp{op.kind, nullptr, nullptr, n, op.dtype, op.op, op.peer};
+    planned.op =
+        HostOp{op.kind, nullptr, nullptr, n, op.dtype, op.op, op.peer, op.count, first == 0};
     if (op.send != nullptr) {
       if (staged) {
         planned.send_slot = int64_t(step.slot_bytes);
@@ -224,8 +231,12 @@ class StagedEngine final : public CommEngine {
         uint64_t region = shared ? uint64_t(planned.send_slot) : step.slot_bytes;
         planned.recv_slot = int64_t(region);
         for (uint64_t b = 0; b < recv_blocks; ++b) {
-          step.h2d.push_back(Segment{op.recv, op.recv_offset + (b * op.count + first) * es,
-                                     region + b * n * es, n * es});
+          Segment segment{op.recv, op.recv_offset + (b * op.count + first) * es,
+                          region + b * n * es, n * es};
+          // Validating, a step the ranks disagree on is refused after its
+          // copies were queued: the copy back then writes what was there.
+          if (validating_ && !shared) step.d2h.push_back(segment);
+          step.h2d.push_back(segment);
         }
         if (!shared) step.slot_bytes = align_up(step.slot_bytes + recv_blocks * n * es);
       }
@@ -453,6 +464,7 @@ class StagedEngine final : public CommEngine {
   const uint64_t chunk_bytes_;
   const bool force_staging_;
   bool all_direct_ = false;
+  bool validating_ = false;
 
   mutable std::mutex mutex_;  // guards everything below
   std::condition_variable callbacks_cv_;

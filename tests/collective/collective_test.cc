@@ -13,6 +13,9 @@
 //        ("SURVIVOR ... seconds=...", checked by check_kill.cmake).
 // abort: rank 0 aborts while blocked in an all_reduce that rank 1 never
 //        joins; the pending operation and every later call fail with ABORTED.
+// mismatch: (OAR_VALIDATE=1) ranks disagreeing on count or dtype all fail.
+// --local N instead of mpirun: N devices of one plugin in this process
+//        (create_local, the plugin's own slots), a thread per rank.
 //
 // Exit code 0 when every check passed on every rank.
 #include <mpi.h>
@@ -435,6 +438,39 @@ int abort_mode(Ctx& c) {
 
 }  // namespace
 
+// Under OAR_VALIDATE=1: ranks that disagree on the count, then on the dtype,
+// of an all_reduce all fail with INVALID_ARGUMENT naming the difference, and
+// nothing is written.
+void mismatch_mode(Ctx& c) {
+  auto attempt = [&](oar::Communicator& comm, uint64_t count, DLDataType dtype, const char* what) {
+    oar::Buffer a = c.device->allocate(64, c.stream);
+    oar::Buffer b = c.device->allocate(64, c.stream);
+    c.stream->fill(a, 0, 1, 64);
+    c.stream->fill(b, 0, kPattern, 64);
+    comm.all_reduce(a, b, count, dtype, oar::ReduceOp::kSum, *c.stream);
+    ++g_checks;
+    try {
+      comm.synchronize(*c.stream);
+      failure(std::string(what) + ": no error");
+    } catch (const oar::Error& e) {
+      if (e.code() != OAR_STATUS_INVALID_ARGUMENT ||
+          std::string(e.what()).find("validation: the ranks disagree: rank 1 issued all_reduce") ==
+              std::string::npos) {
+        failure(std::string(what) + ": " + e.what());
+      }
+    }
+    std::vector<uint8_t> got(64);
+    c.stream->copy_to_host(got.data(), b, 0, 64);
+    c.stream->synchronize();
+    if (got != std::vector<uint8_t>(64, kPattern))
+      failure(std::string(what) + ": recv was written");
+  };
+  attempt(*c.comm, g_rank == 0 ? 10 : 12, oar::dtype::f32, "mismatched counts");
+  // The first communicator failed for good; a second one for the dtypes.
+  oar::Communicator second = oar::Communicator::from_mpi(*c.device, MPI_COMM_WORLD);
+  attempt(second, 10, g_rank == 0 ? oar::dtype::f32 : oar::dtype::i32, "mismatched dtypes");
+}
+
 // Runs |mode| on one rank; returns its failure count.
 int run_rank(Ctx& c, const std::string& mode) {
   auto start = std::chrono::steady_clock::now();
@@ -442,6 +478,8 @@ int run_rank(Ctx& c, const std::string& mode) {
     if (mode == "kill") return kill_mode(c);
     if (mode == "abort") {
       g_failures += abort_mode(c);
+    } else if (mode == "mismatch") {
+      mismatch_mode(c);
     } else {
       if (c.comm->rank() != g_rank || c.comm->size() != g_size) failure("rank or size is wrong");
       all_collectives(c);
