@@ -1,9 +1,96 @@
 // The reference implementation of the operators of core/ops/schema_math_v2.cc:
 // plain loops in double (int64 for integers), written from docs/ops.md.
+#include <cmath>
+#include <cstdint>
+
 #include "conformance/reference/reference_parts.h"
 
 namespace oar::conformance::ref {
+namespace {
 
-void add_math_v2_references(ReferenceTable& table) { (void)table; }
+// Elementwise over three broadcast inputs (clip); floats in double, integers in int64.
+void ternary(Ctx& c, double (*f)(double, double, double), int64_t (*g)(int64_t, int64_t, int64_t)) {
+  HostTensor& y = c.y();
+  const auto i0 = broadcast_table(y.shape, c.in[0].shape);
+  const auto i1 = broadcast_table(y.shape, c.in[1].shape);
+  const auto i2 = broadcast_table(y.shape, c.in[2].shape);
+  const bool fl = is_float(y.dtype);
+  for (size_t i = 0; i < i0.size(); ++i) {
+    fl ? y.set(int64_t(i), f(c.in[0].get(i0[i]), c.in[1].get(i1[i]), c.in[2].get(i2[i])))
+       : y.set_int(int64_t(i),
+                   g(c.in[0].get_int(i0[i]), c.in[1].get_int(i1[i]), c.in[2].get_int(i2[i])));
+  }
+}
+
+double clip_f(double x, double lo, double hi) {
+  if (std::isnan(x) || std::isnan(lo) || std::isnan(hi)) return kNaN;
+  const double low = x < lo ? lo : x;
+  return low > hi ? hi : low;
+}
+int64_t clip_i(int64_t x, int64_t lo, int64_t hi) {
+  const int64_t low = x < lo ? lo : x;
+  return low > hi ? hi : low;
+}
+
+// C's fmod: exact, the sign of a; a zero result is a zero of a's sign.
+double fmod_f(double a, double b) { return std::fmod(a, b); }
+// Python's %: fmod moved by b when the signs differ; a zero result takes b's sign.
+double remainder_f(double a, double b) {
+  double r = std::fmod(a, b);
+  if (r == 0) return std::copysign(0.0, b);
+  if ((r < 0) != (b < 0)) r += b;
+  return r;
+}
+// Integers: division by zero gives 0; |a| mod |b| in unsigned arithmetic, so
+// INT64_MIN % -1 is 0, not a trap. i32 values reach here as int64 and stay exact.
+int64_t fmod_i(int64_t a, int64_t b) {
+  if (b == 0) return 0;
+  const uint64_t ua = a < 0 ? 0 - uint64_t(a) : uint64_t(a);
+  const uint64_t ub = b < 0 ? 0 - uint64_t(b) : uint64_t(b);
+  const uint64_t r = ua % ub;
+  return a < 0 ? int64_t(0 - r) : int64_t(r);
+}
+int64_t remainder_i(int64_t a, int64_t b) {
+  int64_t r = fmod_i(a, b);
+  if (r != 0 && (r < 0) != (b < 0)) r += b;  // |r| < |b|: no overflow
+  return r;
+}
+
+}  // namespace
+
+void add_math_v2_references(ReferenceTable& table) {
+  table["clip"] = [](Ctx& c) { ternary(c, clip_f, clip_i); };
+  table["remainder"] = [](Ctx& c) { binary(c, remainder_f, remainder_i); };
+  table["fmod"] = [](Ctx& c) { binary(c, fmod_f, fmod_i); };
+  // bool only: get_int reads any nonzero byte as 1.
+  table["logical_and"] = [](Ctx& c) {
+    binary(c, nullptr, [](int64_t a, int64_t b) { return int64_t(a != 0 && b != 0); });
+  };
+  table["logical_or"] = [](Ctx& c) {
+    binary(c, nullptr, [](int64_t a, int64_t b) { return int64_t(a != 0 || b != 0); });
+  };
+  table["logical_xor"] = [](Ctx& c) {
+    binary(c, nullptr, [](int64_t a, int64_t b) { return int64_t((a != 0) != (b != 0)); });
+  };
+  table["logical_not"] = [](Ctx& c) {
+    unary(c, nullptr, [](int64_t x) { return int64_t(x == 0); });
+  };
+  // Integers are two's complement in int64 (i32 values sign-extended, and
+  // set_int keeps the low 32 bits); bool is 0/1.
+  table["bitwise_and"] = [](Ctx& c) {
+    binary(c, nullptr, [](int64_t a, int64_t b) { return a & b; });
+  };
+  table["bitwise_or"] = [](Ctx& c) {
+    binary(c, nullptr, [](int64_t a, int64_t b) { return a | b; });
+  };
+  table["bitwise_xor"] = [](Ctx& c) {
+    binary(c, nullptr, [](int64_t a, int64_t b) { return a ^ b; });
+  };
+  table["bitwise_not"] = [](Ctx& c) {
+    const bool boolean = ops::dtype_bit(c.x().dtype) == ops::kBool;
+    boolean ? unary(c, nullptr, [](int64_t x) { return int64_t(x == 0); })
+            : unary(c, nullptr, [](int64_t x) { return ~x; });
+  };
+}
 
 }  // namespace oar::conformance::ref

@@ -3,7 +3,41 @@
 #include "core/ops/schema_parts.h"
 
 namespace oar::ops::detail {
+namespace {
 
-void add_math_v2_schemas(std::vector<OpSchema>& s) { (void)s; }
+// Elementwise: the NumPy broadcast of every input's shape.
+std::vector<Shape> broadcast_rule(const OpSchema& schema, const std::vector<Shape>& in,
+                                  const Attrs&) {
+  return {broadcast(schema, in)};
+}
+
+// The category "math" keeps these operators out of the v1 categories that
+// plugins register kernels for by category (unary, binary, compare).
+OpSchema elementwise(const char* name, std::vector<TensorSpec> inputs, uint32_t dtypes,
+                     const char* summary) {
+  OpSchema s{name, "math", std::move(inputs), {"y"}, {}, dtypes, DtypeRule::kSame, -1, summary};
+  s.shape_fn = broadcast_rule;
+  return s;
+}
+
+}  // namespace
+
+void add_math_v2_schemas(std::vector<OpSchema>& s) {
+  s.push_back(elementwise("clip", {{"x"}, {"min"}, {"max"}}, kNumbers,
+                          "y = min(max(x, min), max), broadcast; NaN in any operand gives NaN"));
+  s.push_back(
+      elementwise("remainder", {{"a"}, {"b"}}, kNumbers,
+                  "y = a - floor(a / b) * b: the sign of b (Python); integer b = 0 gives 0"));
+  s.push_back(elementwise("fmod", {{"a"}, {"b"}}, kNumbers,
+                          "y = a - trunc(a / b) * b: the sign of a (C); integer b = 0 gives 0"));
+  s.push_back(elementwise("logical_and", {{"a"}, {"b"}}, kBool, "y = a && b (bool)"));
+  s.push_back(elementwise("logical_or", {{"a"}, {"b"}}, kBool, "y = a || b (bool)"));
+  s.push_back(elementwise("logical_xor", {{"a"}, {"b"}}, kBool, "y = a != b (bool)"));
+  s.push_back(elementwise("logical_not", {{"x"}}, kBool, "y = !x (bool)"));
+  s.push_back(elementwise("bitwise_and", {{"a"}, {"b"}}, kInts | kBool, "y = a & b"));
+  s.push_back(elementwise("bitwise_or", {{"a"}, {"b"}}, kInts | kBool, "y = a | b"));
+  s.push_back(elementwise("bitwise_xor", {{"a"}, {"b"}}, kInts | kBool, "y = a ^ b"));
+  s.push_back(elementwise("bitwise_not", {{"x"}}, kInts | kBool, "y = ~x (bool: !x)"));
+}
 
 }  // namespace oar::ops::detail

@@ -1,16 +1,208 @@
 // The operator suite's cases for the operators of core/ops/schema_math_v2.cc.
+#include <cstdint>
+#include <string>
+#include <vector>
+
 #include "conformance/suites/ops/op_case_parts.h"
 
 namespace oar::conformance::cases {
+namespace {
+
+struct Shapes {
+  const char* name;
+  Shape a;
+  bool a_transposed;
+  Shape b;
+  bool b_transposed;
+};
+// The v1 binary shape cases: scalars, empty, odd and prime sizes, broadcasting
+// either way, non-contiguous operands, a large case (large_case() says for
+// which dtypes: the kernels are one loop for every dtype, and 1M-element
+// cases of every dtype would cost CI a minute on the four plugins).
+const Shapes kShapes[] = {
+    {"scalar", {}, false, {}, false},
+    {"scalar_with_tensor", {}, false, {13, 31}, false},
+    {"empty", {0, 5}, false, {0, 5}, false},
+    {"empty_broadcast", {0, 5}, false, {5}, false},
+    {"odd_7", {7}, false, {7}, false},
+    {"prime_13x31", {13, 31}, false, {13, 31}, false},
+    {"broadcast_row", {13, 31}, false, {31}, false},
+    {"broadcast_column", {13, 1}, false, {13, 31}, false},
+    {"broadcast_both_7x1x5_1x13x5", {7, 1, 5}, false, {1, 13, 5}, false},
+    {"noncontiguous_a", {13, 31}, true, {13, 31}, false},
+    {"noncontiguous_both_broadcast", {13, 31}, true, {1, 31}, true},
+    {"large_1M", kLarge1d, false, kLarge1d, false},
+};
+
+bool large_case(const char* name, DLDataType dt) {
+  return std::string(name) != "large_1M" || dt == dtype::f32 || dt == dtype::i32 ||
+         dt == dtype::boolean;
+}
+
+uint64_t int_min(DLDataType dt) { return dt == dtype::i32 ? 0x80000000ull : 0x8000000000000000ull; }
+uint64_t int_max(DLDataType dt) { return dt == dtype::i32 ? 0x7fffffffull : 0x7fffffffffffffffull; }
+uint64_t minus(DLDataType dt, uint64_t v) {  // -v in the dtype's width
+  return dt == dtype::i32 ? (0 - v) & 0xffffffffull : 0 - v;
+}
+
+std::vector<OpCase> unary_cases(DLDataType dt) {
+  std::vector<OpCase> cases;
+  const Domain d = integers(-(int64_t(1) << 30), int64_t(1) << 30);
+  for (const Shapes& s : kShapes) {
+    if (std::string(s.name) == "scalar_with_tensor" || !large_case(s.name, dt)) continue;
+    cases.push_back(make_case(s.name, {spec(s.b, dt, d, s.b_transposed)}));
+  }
+  if (dt == dtype::boolean) {
+    // A stored nonzero byte is true: ~2 is 0xfd, not false.
+    cases.push_back(make_case("nonzero_bytes_are_true", {bit_values(dt, {0, 1, 2, 0x80, 0xff})}));
+  } else {
+    cases.push_back(
+        make_case("ends_of_the_range",
+                  {bit_values(dt, {int_min(dt), int_max(dt), minus(dt, 1), 0, 1, 0x55555555ull})}));
+  }
+  return cases;
+}
+
+std::vector<OpCase> binary_cases(const std::string& op, DLDataType dt) {
+  std::vector<OpCase> cases;
+  const bool fl = is_float(dt);
+  const bool division = op == "remainder" || op == "fmod";
+  Domain da = integers(-(int64_t(1) << 30), int64_t(1) << 30), db = da;
+  if (division) {
+    // Integers: divisors of both signs, and zero (whose result is defined).
+    da = fl ? uniform(-8, 8) : integers(-1000, 1000);
+    db = fl ? away_from_zero(0.5, 4) : integers(-20, 20);
+  }
+  for (const Shapes& s : kShapes) {
+    if (!large_case(s.name, dt) || (dt == dtype::boolean && op.rfind("bitwise", 0) == 0 &&
+                                    std::string(s.name) == "large_1M")) {
+      continue;
+    }
+    cases.push_back(
+        make_case(s.name, {spec(s.a, dt, da, s.a_transposed), spec(s.b, dt, db, s.b_transposed)}));
+  }
+  if (!division) {
+    if (dt == dtype::boolean) {
+      // Nonzero bytes are true: 2 & 1 is 0 and 2 ^ 1 is 3, which are wrong.
+      cases.push_back(make_case("nonzero_bytes_are_true", {bit_values(dt, {2, 2, 0x80, 0, 1, 0}),
+                                                           bit_values(dt, {1, 2, 0xff, 2, 0, 0})}));
+    } else {
+      cases.push_back(make_case(
+          "ends_of_the_range",
+          {bit_values(dt, {int_min(dt), int_max(dt), minus(dt, 1), int_min(dt), 0x55555555ull}),
+           bit_values(dt, {int_max(dt), minus(dt, 1), int_min(dt), 1, 0xaaaaaaaaull})}));
+    }
+    return cases;
+  }
+  if (fl) {
+    const double n = kNaN, i = kInf;
+    // Every sign combination, zero dividends of both signs, infinite divisors
+    // (remainder: a finite a of the other sign gives b), zero divisors and
+    // infinite dividends (NaN), NaN.
+    cases.push_back(make_case(
+        "signs_zeros_inf_nan",
+        {explicit_values(
+             {18}, dt,
+             {5.5, -5.5, 5.5, -5.5, 6, -6, 0.0, -0.0, 0.0, -0.0, 3, -3, 3, -3, 2, i, n, 1}),
+         explicit_values({18}, dt,
+                         {2, 2, -2, -2, 3, -3, 2, 2, -2, -2, i, i, -i, -i, 0.0, 2, 2, n})}));
+    // Quotients far beyond the precision of the dtype: fmod is exact (C), so
+    // a - trunc(a / b) * b computed in the dtype is not close.
+    std::vector<double> big, small;
+    if (dt == dtype::f16) {
+      big = {65504, 1000.5, -30000, 40000, -777.25, 60000};
+      small = {0.3, 0.000977, 7.1, -0.0999, 0.71, -3.3};
+    } else if (dt == dtype::bf16) {
+      big = {3.0e38, 1.0e20, -7.5e30, 123456, -1.0e10, 2.5e15};
+      small = {0.3, 1.1e-5, 7.1, -0.0999, 0.71, -3.3};
+    } else {
+      big = {3.0e38, 1.0e20, -7.5e30, 16777215, -1.0e10, 2.5e15};
+      small = {0.3, 1.1e-30, 7.1, -0.0999, 0.71, -3.3};
+    }
+    cases.push_back(make_case("large_quotients_exact",
+                              {explicit_values({6}, dt, big), explicit_values({6}, dt, small)}));
+  } else {
+    // Division by zero gives 0, INT_MIN by -1 gives 0 (C traps there), and
+    // the ends of the range with every sign.
+    const uint64_t m1 = minus(dt, 1), min = int_min(dt), max = int_max(dt);
+    cases.push_back(make_case(
+        "zero_divisor_int_min_by_minus_one",
+        {bit_values(dt, {7, minus(dt, 7), 0, min, min, min, max, max, minus(dt, 7), 7, 7, min}),
+         bit_values(dt, {0, 0, 0, m1, 3, max, minus(dt, 2), min, 2, minus(dt, 2), 7, min})}));
+  }
+  return cases;
+}
+
+std::vector<OpCase> clip_cases(DLDataType dt) {
+  std::vector<OpCase> cases;
+  const bool fl = is_float(dt);
+  const Domain x = fl ? uniform(-8, 8) : integers(-1000, 1000);
+  const Domain lo = fl ? uniform(-4, 0) : integers(-500, 0);
+  const Domain hi = fl ? uniform(0, 4) : integers(0, 500);
+  struct ClipShape {
+    const char* name;
+    Shape x, bounds;
+    bool transposed;
+  };
+  const ClipShape shapes[] = {
+      {"scalar", {}, {}, false},
+      {"scalar_bounds_13x31", {13, 31}, {}, false},
+      {"empty", {0, 5}, {}, false},
+      {"odd_7", {7}, {7}, false},
+      {"per_column_bounds_13x31", {13, 31}, {31}, false},
+      {"per_row_bounds_13x31", {13, 31}, {13, 1}, false},
+      {"noncontiguous", {13, 31}, {13, 31}, true},
+      {"large_1M", kLarge1d, {}, false},
+  };
+  for (const ClipShape& s : shapes) {
+    if (!large_case(s.name, dt)) continue;
+    cases.push_back(make_case(s.name, {spec(s.x, dt, x, s.transposed), spec(s.bounds, dt, lo),
+                                       spec(s.bounds, dt, hi, s.transposed)}));
+  }
+  // Bounds broadcast against each other to a larger shape than x's.
+  cases.push_back(make_case("bounds_broadcast_past_x",
+                            {spec({5}, dt, x), spec({7, 1}, dt, lo), spec({1, 5}, dt, hi)}));
+  // min > max: max wins (min(max(x, min), max)).
+  cases.push_back(make_case(
+      "min_above_max_gives_max",
+      {spec({7, 5}, dt, x), spec({}, dt, integers(5, 5)), spec({}, dt, integers(-5, -5))}));
+  if (fl) {
+    const double n = kNaN, i = kInf;
+    cases.push_back(make_case("nan_inf", {explicit_values({7}, dt, {n, 1, 1, i, -i, 3, -3}),
+                                          explicit_values({7}, dt, {0, n, 0, 0, -i, -i, -i}),
+                                          explicit_values({7}, dt, {2, 2, n, i, 0, i, i})}));
+  } else {
+    const uint64_t min = int_min(dt), max = int_max(dt);
+    cases.push_back(make_case("ends_of_the_range", {bit_values(dt, {min, max, 5, max, min}),
+                                                    bit_values(dt, {min, 0, max, min, min}),
+                                                    bit_values(dt, {max, max, max, min, 3})}));
+  }
+  return cases;
+}
+
+}  // namespace
 
 std::optional<std::vector<OpCase>> math_v2_cases(const ops::OpSchema& schema, DLDataType dtype,
                                                  uint32_t claimed) {
-  (void)schema, (void)dtype, (void)claimed;
+  (void)claimed;
+  const std::string op = schema.name;
+  if (op == "clip") return clip_cases(dtype);
+  if (in_set(op, {"remainder", "fmod", "logical_and", "logical_or", "logical_xor", "bitwise_and",
+                  "bitwise_or", "bitwise_xor"})) {
+    return binary_cases(op, dtype);
+  }
+  if (in_set(op, {"logical_not", "bitwise_not"})) return unary_cases(dtype);
   return std::nullopt;
 }
 
 std::optional<Family> math_v2_family(const ops::OpSchema& schema) {
-  (void)schema;
+  const std::string op = schema.name;
+  // remainder adds b to fmod's exact result: one rounding (kArith).
+  if (op == "remainder") return Family::kArith;
+  if (in_set(op, {"clip", "fmod", "logical_and", "logical_or", "logical_xor", "logical_not",
+                  "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not"})) {
+    return Family::kExact;
+  }
   return std::nullopt;
 }
 

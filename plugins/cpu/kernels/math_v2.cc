@@ -1,10 +1,137 @@
-// cpu kernels of the operator set v2 math operators (core/ops/schema_math_v2.cc).
+// cpu kernels of the operator set v2 math operators (core/ops/schema_math_v2.cc):
+// clip, remainder, fmod, logical and bitwise operators, each one strided pass
+// with every input broadcast to the output (16-bit floats computed in float and
+// rounded once at the store).
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+#include <utility>
+
 #include "kernels/kernel.h"
+#include "kernels/loops.h"
 
 namespace oar::cpu {
+namespace {
+
+template <typename T, typename F, size_t... I>
+void map_runs(const Loop<1 + sizeof...(I)>& loop, F f, std::index_sequence<I...>) {
+  const int64_t out_stride = loop.inner_stride(0);
+  const int64_t strides[] = {loop.inner_stride(I + 1)..., 0};
+  parallel_for_each_run(loop, [&](const int64_t* offset, int64_t n) {
+    T* y = loop.template ptr<T>(0) + offset[0];
+    const T* x[] = {(loop.template ptr<const T>(I + 1) + offset[I + 1])...};
+    for (int64_t i = 0; i < n; ++i) store(y + i * out_stride, f(load(x[I] + i * strides[I])...));
+  });
+}
+
+// y = f(inputs...) with every input of y's dtype T broadcast to y's shape.
+template <typename T, size_t N, typename F>
+void map(KernelContext& context, F f) {
+  View views[1 + N] = {context.outputs[0]};
+  for (size_t i = 0; i < N; ++i) views[i + 1] = context.inputs[i];
+  Loop<1 + N> loop = make_loop(views);
+  launch(context.call, [loop, f] { map_runs<T>(loop, f, std::make_index_sequence<N>{}); });
+}
+
+// C's fmod for floats (exact); integers: |a| mod |b| in the unsigned type, the
+// sign of a, and 0 for b = 0 (INT_MIN % -1 is 0 too, where C's % traps).
+template <typename C>
+C fmod_of(C a, C b) {
+  if constexpr (std::is_floating_point_v<C>) {
+    return std::fmod(a, b);
+  } else {
+    using U = std::make_unsigned_t<C>;
+    if (b == 0) return 0;
+    const U ua = a < 0 ? U(0) - U(a) : U(a);
+    const U ub = b < 0 ? U(0) - U(b) : U(b);
+    const U r = ua % ub;
+    return a < 0 ? C(U(0) - r) : C(r);
+  }
+}
+
+// Python's %: the sign of b; a zero result is a zero of b's sign.
+template <typename C>
+C remainder_of(C a, C b) {
+  C r = fmod_of(a, b);
+  if constexpr (std::is_floating_point_v<C>) {
+    if (r == 0) return std::copysign(C(0), b);
+  }
+  if (r != 0 && (r < 0) != (b < 0)) r += b;
+  return r;
+}
+
+template <typename C>
+C clip_of(C x, C lo, C hi) {
+  if constexpr (std::is_floating_point_v<C>) {
+    if (x != x || lo != lo || hi != hi) return std::numeric_limits<C>::quiet_NaN();
+  }
+  const C low = x < lo ? lo : x;
+  return low > hi ? hi : low;
+}
+
+void clip_kernel(KernelContext& context) {
+  with_dtype<ops::kNumbers>(context.outputs[0].dtype, [&](auto t) {
+    using T = decltype(t);
+    map<T, 3>(context, [](auto x, auto lo, auto hi) { return clip_of(x, lo, hi); });
+  });
+}
+
+template <bool python>
+void division_kernel(KernelContext& context) {
+  with_dtype<ops::kNumbers>(context.outputs[0].dtype, [&](auto t) {
+    using T = decltype(t);
+    map<T, 2>(context, [](auto a, auto b) { return python ? remainder_of(a, b) : fmod_of(a, b); });
+  });
+}
+
+enum class Bits { kAnd, kOr, kXor };
+
+// Integers bit for bit; bool (read as 0/1 whatever the byte) as truth values.
+template <Bits op>
+void bitwise_kernel(KernelContext& context) {
+  with_dtype<ops::kInts | ops::kBool>(context.outputs[0].dtype, [&](auto t) {
+    using T = decltype(t);
+    map<T, 2>(context, [](auto a, auto b) {
+      if constexpr (op == Bits::kAnd) return a & b;
+      if constexpr (op == Bits::kOr) return a | b;
+      if constexpr (op == Bits::kXor) return a ^ b;
+    });
+  });
+}
+
+void not_kernel(KernelContext& context) {
+  with_dtype<ops::kInts | ops::kBool>(context.outputs[0].dtype, [&](auto t) {
+    using T = decltype(t);
+    if constexpr (std::is_same_v<T, bool>) {
+      map<T, 1>(context, [](auto x) { return x == 0; });
+    } else {
+      map<T, 1>(context, [](auto x) { return ~x; });
+    }
+  });
+}
+
+}  // namespace
 
 void register_math_v2_kernels(const oar::sdk::KernelRegistrar& registrar, AllocationTable* table) {
-  (void)registrar, (void)table;
+  const std::pair<const char*, KernelBody> kOps[] = {
+      {"clip", clip_kernel},
+      {"remainder", division_kernel<true>},
+      {"fmod", division_kernel<false>},
+      {"logical_and", bitwise_kernel<Bits::kAnd>},
+      {"logical_or", bitwise_kernel<Bits::kOr>},
+      {"logical_xor", bitwise_kernel<Bits::kXor>},
+      {"logical_not", not_kernel},
+      {"bitwise_and", bitwise_kernel<Bits::kAnd>},
+      {"bitwise_or", bitwise_kernel<Bits::kOr>},
+      {"bitwise_xor", bitwise_kernel<Bits::kXor>},
+      {"bitwise_not", not_kernel},
+  };
+  for (const auto& [op, body] : kOps) {
+    const ops::OpSchema& schema = *ops::find_schema(op);
+    register_op(registrar, op, body, same_signatures(schema.dtypes, schema.inputs.size(), 1), 0,
+                table);
+  }
 }
 
 }  // namespace oar::cpu

@@ -1,9 +1,82 @@
 // opencl kernels of the operator set v2 math operators (core/ops/schema_math_v2.cc);
 // the OpenCL C side is kernels/math_v2.cl.
+#include <string>
+#include <utility>
+
 #include "kernels/kernel.h"
 
 namespace oar::opencl {
+namespace {
 
-void register_math_v2_kernels(const oar::sdk::KernelRegistrar& registrar) { (void)registrar; }
+// The output and every input of |context| as a geo_t, each input broadcast to
+// the output's shape (size-1 and missing dimensions get stride 0).
+Geo broadcast_geo(const KernelContext& context) {
+  const View& y = context.outputs[0];
+  Geo g;
+  g.rank = y.ndim;
+  g.numel = y.numel();
+  for (int d = 0; d < y.ndim; ++d) {
+    g.shape[d] = y.shape[d];
+    g.strides[0][d] = y.strides[d];
+  }
+  g.offsets[0] = int64_t(y.offset);
+  for (size_t i = 0; i < context.inputs.size(); ++i) {
+    const View& x = context.inputs[i];
+    const int shift = y.ndim - x.ndim;
+    for (int d = 0; d < y.ndim; ++d) {
+      const int k = d - shift;
+      g.strides[i + 1][d] = (k < 0 || x.shape[k] == 1) ? 0 : x.strides[k];
+    }
+    g.offsets[i + 1] = int64_t(x.offset);
+  }
+  return g;
+}
+
+// The kernel of math_v2.cl for each operator.
+const char* kernel_of(const std::string& op) {
+  static const std::pair<const char*, const char*> kNames[] = {
+      {"clip", "m_clip"},       {"remainder", "m_remainder"}, {"fmod", "m_fmod"},
+      {"logical_and", "m_and"}, {"logical_or", "m_or"},       {"logical_xor", "m_xor"},
+      {"logical_not", "m_not"}, {"bitwise_and", "m_and"},     {"bitwise_or", "m_or"},
+      {"bitwise_xor", "m_xor"}, {"bitwise_not", "m_not"},
+  };
+  for (const auto& [name, kernel] : kNames) {
+    if (op == name) return kernel;
+  }
+  throw oar::sdk::Error(OAR_STATUS_INTERNAL, "opencl: no math_v2 kernel for " + op);
+}
+
+void elementwise_body(KernelContext& context) {
+  const View& y = context.outputs[0];
+  const int64_t n = y.numel();
+  if (n == 0) return;
+  const Geo g = broadcast_geo(context);
+  const char* kernel = kernel_of(context.schema.name);
+  const auto& in = context.inputs;
+  switch (in.size()) {
+    case 1:
+      context.launch(Source::kMathV2, y.dtype, kernel, n, {in[0].memory, y.memory, g});
+      return;
+    case 2:
+      context.launch(Source::kMathV2, y.dtype, kernel, n,
+                     {in[0].memory, in[1].memory, y.memory, g});
+      return;
+    default:
+      context.launch(Source::kMathV2, y.dtype, kernel, n,
+                     {in[0].memory, in[1].memory, in[2].memory, y.memory, g});
+  }
+}
+
+}  // namespace
+
+void register_math_v2_kernels(const oar::sdk::KernelRegistrar& registrar) {
+  for (const char* op :
+       {"clip", "remainder", "fmod", "logical_and", "logical_or", "logical_xor", "logical_not",
+        "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not"}) {
+    const ops::OpSchema& schema = *ops::find_schema(op);
+    register_op(registrar, op, elementwise_body,
+                same_signatures(schema.dtypes, schema.inputs.size(), 1));
+  }
+}
 
 }  // namespace oar::opencl

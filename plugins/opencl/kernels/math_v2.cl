@@ -1,1 +1,86 @@
 // OpenCL C kernels of the operator set v2 math operators for one dtype (see common.cl).
+// Every kernel is elementwise over the output's shape: tensor 0 of geo_t is
+// the output, 1.. the inputs broadcast to it (stride 0 on stretched dimensions).
+
+#define MAP2(name, expr)                                     \
+  __kernel void name(gcptr a, gcptr b, gptr y, geo_t g) {    \
+    long i = get_global_id(0);                               \
+    if (i >= g.numel) return;                                \
+    long o[3];                                               \
+    geo_offsets(&g, i, 3, o);                                \
+    CX p = LD(a + g.offsets[1], o[1]);                       \
+    CX q = LD(b + g.offsets[2], o[2]);                       \
+    ST(y + g.offsets[0], o[0], (expr));                      \
+  }
+
+#define MAP1(name, expr)                                     \
+  __kernel void name(gcptr a, gptr y, geo_t g) {             \
+    long i = get_global_id(0);                               \
+    if (i >= g.numel) return;                                \
+    long o[2];                                               \
+    geo_offsets(&g, i, 2, o);                                \
+    CX p = LD(a + g.offsets[1], o[1]);                       \
+    ST(y + g.offsets[0], o[0], (expr));                      \
+  }
+
+#ifndef IS_BOOL
+// ---- clip: min(max(x, lo), hi); a NaN operand gives NaN -------------------
+inline CX clip_of(CX x, CX lo, CX hi) {
+#ifdef IS_FLOAT
+  if (x != x) return x;
+  if (lo != lo) return lo;
+  if (hi != hi) return hi;
+#endif
+  CX low = x < lo ? lo : x;
+  return low > hi ? hi : low;
+}
+
+__kernel void m_clip(gcptr x, gcptr lo, gcptr hi, gptr y, geo_t g) {
+  long i = get_global_id(0);
+  if (i >= g.numel) return;
+  long o[4];
+  geo_offsets(&g, i, 4, o);
+  ST(y + g.offsets[0], o[0],
+     clip_of(LD(x + g.offsets[1], o[1]), LD(lo + g.offsets[2], o[2]), LD(hi + g.offsets[3], o[3])));
+}
+
+// ---- fmod (C: the sign of a) and remainder (Python: the sign of b) ---------
+#ifdef IS_FLOAT
+// OpenCL's fmod is exact (0 ulp), as C's.
+inline CX fmod_of(CX a, CX b) { return fmod(a, b); }
+#else
+// |a| mod |b| in the unsigned type: b = 0 gives 0, and INT_MIN % -1 is 0.
+inline CX fmod_of(CX a, CX b) {
+  if (b == 0) return 0;
+  UX ua = a < 0 ? (UX)0 - (UX)a : (UX)a;
+  UX ub = b < 0 ? (UX)0 - (UX)b : (UX)b;
+  UX r = ua % ub;
+  return a < 0 ? (CX)((UX)0 - r) : (CX)r;
+}
+#endif
+
+inline CX remainder_of(CX a, CX b) {
+  CX r = fmod_of(a, b);
+#ifdef IS_FLOAT
+  if (r == 0) return copysign((CX)0, b);
+#endif
+  if (r != 0 && (r < 0) != (b < 0)) r += b;
+  return r;
+}
+
+MAP2(m_fmod, fmod_of(p, q))
+MAP2(m_remainder, remainder_of(p, q))
+#endif
+
+// ---- logical (bool) and bitwise (integers, bool) --------------------------
+#ifndef IS_FLOAT
+// bool loads as 0/1 whatever the stored byte, so & | ^ are the truth tables.
+MAP2(m_and, (p & q))
+MAP2(m_or, (p | q))
+MAP2(m_xor, (p ^ q))
+#ifdef IS_BOOL
+MAP1(m_not, (p == 0))
+#else
+MAP1(m_not, (~p))
+#endif
+#endif

@@ -1,9 +1,64 @@
 // vulkan kernels of the operator set v2 math operators (core/ops/schema_math_v2.cc);
 // their shaders are listed in shaders/math_v2.cmake.
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "kernels/kernel.h"
 
 namespace oar::vulkan {
+namespace {
 
-void register_math_v2_kernels(const oar::sdk::KernelRegistrar& registrar) { (void)registrar; }
+// shaders/math_v2_map.comp's operation codes.
+int op_code(const std::string& name) {
+  static const std::pair<const char*, int> kCodes[] = {
+      {"clip", 1},       {"fmod", 2},        {"remainder", 3},   {"logical_and", 4},
+      {"logical_or", 5}, {"logical_xor", 6}, {"logical_not", 7}, {"bitwise_and", 4},
+      {"bitwise_or", 5}, {"bitwise_xor", 6}, {"bitwise_not", 7},
+  };
+  for (const auto& [op, code] : kCodes) {
+    if (name == op) return code;
+  }
+  throw oar::sdk::Error(OAR_STATUS_INTERNAL, "no math_v2_map.comp operation for " + name);
+}
+
+// Every input broadcast to the output's shape, in one pass of math_v2_map.comp
+// (map.comp's parameter layout: a, b, c, then y).
+void elementwise_kernel(KernelContext& c) {
+  const TensorRef& y = c.outputs[0];
+  const std::vector<int64_t> shape(y.shape, y.shape + y.ndim);
+  const int64_t n = y.numel();
+  if (n == 0) return;
+  Operand operands[4];
+  for (size_t i = 0; i < c.inputs.size(); ++i) operands[i] = broadcast(c.inputs[i], shape);
+  operands[3] = as_is(y);
+  Params p;
+  p.add(n);
+  p.add(int64_t(shape.size()));
+  p.add8(shape.data(), int(shape.size()), 1);
+  for (const Operand& o : operands) {
+    p.add(o.offset);
+    p.add8(o.strides.data(), int(o.strides.size()), 0);
+  }
+  std::vector<Binding> bindings;
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    bindings.push_back({uint32_t(i), c.inputs[i].buffer()});
+  }
+  bindings.push_back({3, y.buffer()});
+  dispatch(c.stream, module_name("math_v2_map", {y.dtype}), op_code(c.schema.name), bindings,
+           p.data(), p.size(), uint64_t(n));
+}
+
+}  // namespace
+
+void register_math_v2_kernels(const oar::sdk::KernelRegistrar& registrar) {
+  for (const char* op :
+       {"clip", "remainder", "fmod", "logical_and", "logical_or", "logical_xor", "logical_not",
+        "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not"}) {
+    const ops::OpSchema& schema = *ops::find_schema(op);
+    register_op(registrar, op, elementwise_kernel,
+                same_signatures(schema.dtypes, schema.inputs.size(), 1));
+  }
+}
 
 }  // namespace oar::vulkan

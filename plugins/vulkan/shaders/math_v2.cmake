@@ -1,2 +1,6 @@
 # Shader variants of the operator set v2 math operators: append entries
 # "module-name|source.comp|-DDEFINE=value,..." to |variants|.
+foreach(a 1 2 3 4 5 6)  # f16 bf16 f32 i32 i64 bool: the dtypes of these operators
+  # clip, fmod, remainder, logical and bitwise operators (one dtype throughout).
+  list(APPEND variants "math_v2_map_${a}|math_v2_map.comp|-DDT=${a}")
+endforeach()
