@@ -19,6 +19,7 @@ namespace {
 std::mutex g_adapter_mutex;
 Adapter* g_adapter = nullptr;
 bool g_adapter_failed = false;
+bool g_finalized = false;  // no adapter is made again once Paddle finalized it
 thread_local int t_current_device = 0;
 
 void log_error(const char* slot, const char* what) {
@@ -36,11 +37,16 @@ Adapter::Adapter() {
                    record.reason.c_str());
     }
   }
+  if (devices_.empty()) {
+    std::fprintf(stderr,
+                 "paddle-custom-oar: OAR found no device; Paddle has no oar places (`oar list` "
+                 "says which plugins load and why not)\n");
+  }
 }
 
 Adapter* Adapter::get() {
   std::lock_guard<std::mutex> lock(g_adapter_mutex);
-  if (g_adapter != nullptr || g_adapter_failed) return g_adapter;
+  if (g_adapter != nullptr || g_adapter_failed || g_finalized) return g_adapter;
   try {
     g_adapter = new Adapter();
   } catch (const std::exception& e) {
@@ -54,6 +60,7 @@ void Adapter::finalize() {
   std::lock_guard<std::mutex> lock(g_adapter_mutex);
   delete g_adapter;
   g_adapter = nullptr;
+  g_finalized = true;
 }
 
 void Adapter::add_stream(StreamHandle* stream) {
@@ -375,6 +382,7 @@ C_Status device_memory_deallocate(const C_Device device, void* ptr, size_t) {
 
 C_Status device_memory_set(const C_Device device, void* ptr, unsigned char value, size_t size) {
   return guarded("device_memory_set", [&] {
+    if (size == 0) return C_SUCCESS;  // Paddle copies empty tensors from NULL
     Place p = place(ptr, size);
     oar::Stream& stream = ordered_default_stream(device->id);
     stream.fill(*p.buffer, p.offset, value, size);
@@ -385,6 +393,7 @@ C_Status device_memory_set(const C_Device device, void* ptr, unsigned char value
 
 C_Status memory_copy_h2d(const C_Device device, void* dst, const void* src, size_t size) {
   return guarded("memory_copy_h2d", [&] {
+    if (size == 0) return C_SUCCESS;  // Paddle copies empty tensors from NULL
     Place p = place(dst, size);
     oar::Stream& stream = ordered_default_stream(device->id);
     stream.copy_from_host(*p.buffer, p.offset, src, size);
@@ -395,6 +404,7 @@ C_Status memory_copy_h2d(const C_Device device, void* dst, const void* src, size
 
 C_Status memory_copy_d2h(const C_Device device, void* dst, const void* src, size_t size) {
   return guarded("memory_copy_d2h", [&] {
+    if (size == 0) return C_SUCCESS;  // Paddle copies empty tensors from NULL
     Place p = place(src, size);
     oar::Stream& stream = ordered_default_stream(device->id);
     stream.copy_to_host(dst, *p.buffer, p.offset, size);
@@ -405,6 +415,7 @@ C_Status memory_copy_d2h(const C_Device device, void* dst, const void* src, size
 
 C_Status memory_copy_d2d(const C_Device device, void* dst, const void* src, size_t size) {
   return guarded("memory_copy_d2d", [&] {
+    if (size == 0) return C_SUCCESS;  // Paddle copies empty tensors from NULL
     Place d = place(dst, size);
     Place s = place(src, size);
     oar::Stream& stream = ordered_default_stream(device->id);
@@ -417,6 +428,7 @@ C_Status memory_copy_d2d(const C_Device device, void* dst, const void* src, size
 C_Status memory_copy_p2p(const C_Device dst_device, const C_Device, void* dst, const void* src,
                          size_t size) {
   return guarded("memory_copy_p2p", [&] {
+    if (size == 0) return C_SUCCESS;  // Paddle copies empty tensors from NULL
     Place d = place(dst, size);
     Place s = place(src, size);
     oar::Stream& stream = ordered_default_stream(dst_device->id);
@@ -433,6 +445,7 @@ C_Status memory_copy_p2p(const C_Device dst_device, const C_Device, void* dst, c
 C_Status async_memory_copy_h2d(const C_Device device, C_Stream stream, void* dst, const void* src,
                                size_t size) {
   return guarded("async_memory_copy_h2d", [&] {
+    if (size == 0) return C_SUCCESS;  // Paddle copies empty tensors from NULL
     Adapter& a = adapter();
     a.reap_staging(device->id, false);
     Place p = place(dst, size);
@@ -454,6 +467,7 @@ C_Status async_memory_copy_h2d(const C_Device device, C_Stream stream, void* dst
 C_Status async_memory_copy_d2h(const C_Device device, C_Stream stream, void* dst, const void* src,
                                size_t size) {
   return guarded("async_memory_copy_d2h", [&] {
+    if (size == 0) return C_SUCCESS;  // Paddle copies empty tensors from NULL
     Place p = place(src, size);
     oar::Stream& s = stream_of(device, stream);
     s.copy_to_host(dst, *p.buffer, p.offset, size);
@@ -465,6 +479,7 @@ C_Status async_memory_copy_d2h(const C_Device device, C_Stream stream, void* dst
 C_Status async_memory_copy_d2d(const C_Device device, C_Stream stream, void* dst, const void* src,
                                size_t size) {
   return guarded("async_memory_copy_d2d", [&] {
+    if (size == 0) return C_SUCCESS;  // Paddle copies empty tensors from NULL
     Place d = place(dst, size);
     Place s = place(src, size);
     stream_of(device, stream).copy(*d.buffer, d.offset, *s.buffer, s.offset, size);
@@ -475,6 +490,7 @@ C_Status async_memory_copy_d2d(const C_Device device, C_Stream stream, void* dst
 C_Status async_memory_copy_p2p(const C_Device dst_device, const C_Device, C_Stream stream,
                                void* dst, const void* src, size_t size) {
   return guarded("async_memory_copy_p2p", [&] {
+    if (size == 0) return C_SUCCESS;  // Paddle copies empty tensors from NULL
     Place d = place(dst, size);
     Place s = place(src, size);
     stream_of(dst_device, stream).copy(*d.buffer, d.offset, *s.buffer, s.offset, size);
@@ -568,4 +584,24 @@ extern "C" __attribute__((visibility("default"))) void InitPlugin(CustomRuntimeP
   api->device_max_alloc_size = device_max_alloc_size;
   api->is_float16_supported = is_float16_supported;
   api->is_bfloat16_supported = is_bfloat16_supported;
+}
+
+// For the adapter's tests and tools (through ctypes): what OAR says about
+// Paddle's oar:|device|. Returns -1 for a device that does not exist.
+extern "C" __attribute__((visibility("default"))) int64_t oar_paddle_device_dtypes(int device) {
+  oar_paddle::Adapter* adapter = oar_paddle::Adapter::get();
+  if (adapter == nullptr || device < 0 || size_t(device) >= adapter->device_count()) return -1;
+  return int64_t(adapter->device(device).properties().dtypes);
+}
+
+// Writes the OAR name ("sim:0") of oar:|device| into |out| (|size| bytes, NUL
+// terminated); returns false for a device that does not exist.
+extern "C" __attribute__((visibility("default"))) bool oar_paddle_device_name(int device, char* out,
+                                                                              size_t size) {
+  oar_paddle::Adapter* adapter = oar_paddle::Adapter::get();
+  if (adapter == nullptr || device < 0 || size_t(device) >= adapter->device_count() || size == 0) {
+    return false;
+  }
+  std::snprintf(out, size, "%s", adapter->device(device).name().c_str());
+  return true;
 }

@@ -3,11 +3,11 @@
 ctest runs this folder once per OAR plugin with CUSTOM_DEVICE_ROOT naming the
 adapter's folder, OAR_PLUGINS naming that one plugin's manifest and
 OAR_PADDLE_PLUGIN its name; Paddle device "oar:0" is then that plugin's first
-device. OAR_CLI is the `oar` tool, used to read which dtypes the device claims.
+device. What the device claims is read from the adapter itself (ctypes).
 """
-import json
+import ctypes
+import glob
 import os
-import subprocess
 
 import numpy as np
 import paddle
@@ -17,14 +17,29 @@ PLUGIN = os.environ.get("OAR_PADDLE_PLUGIN", "cpu")
 DEVICE = "oar:0"
 
 
+def _adapter():
+    """The adapter library Paddle loaded (dlopen returns the same handle)."""
+    root = os.environ.get("CUSTOM_DEVICE_ROOT", "")
+    libs = glob.glob(os.path.join(root, "libpaddle-custom-oar.so"))
+    return ctypes.CDLL(libs[0]) if libs else None
+
+
 def _claims():
     """The dtypes (beyond f32, i32, i64, bool) the OAR device claims."""
-    cli = os.environ.get("OAR_CLI")
-    if not cli:
+    lib = _adapter()
+    if lib is None:
         return set()
-    out = subprocess.run([cli, "info", f"{PLUGIN}:0", "--json"], check=True,
-                         capture_output=True, text=True).stdout
-    return set(json.loads(out)["device"]["properties"]["dtypes"])
+    lib.oar_paddle_device_dtypes.restype = ctypes.c_int64
+    bits = lib.oar_paddle_device_dtypes(0)
+    # oar_dtype_support_e: F16 = 1, BF16 = 2, F64 = 4.
+    return {name for bit, name in ((1, "f16"), (2, "bf16"), (4, "f64")) if bits >= 0 and bits & bit}
+
+
+def device_name():
+    """OAR's name of oar:0, e.g. "sim:0"."""
+    lib = _adapter()
+    buf = ctypes.create_string_buffer(64)
+    return buf.value.decode() if lib and lib.oar_paddle_device_name(0, buf, 64) else None
 
 
 CLAIMS = _claims()

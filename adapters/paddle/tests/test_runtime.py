@@ -1,0 +1,111 @@
+"""The runtime slots: copies, the pointer mapping, streams and events,
+memory statistics, and a missing plugin."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import paddle
+import pytest
+
+from conftest import DEVICE, PLUGIN, device_name
+
+RESERVED = 1 << 40  # AddressSpace::kReservedBytes
+
+
+def test_round_trip_of_many_sizes_is_exact():
+    paddle.set_device("cpu")
+    rng = np.random.default_rng(1)
+    for n in (0, 1, 3, 255, 4097, 1 << 20):
+        a = rng.standard_normal(n).astype(np.float32)
+        t = paddle.to_tensor(a, place=paddle.CustomPlace("oar", 0))
+        assert t.place.is_custom_place()
+        np.testing.assert_array_equal(t.numpy(), a)
+
+
+def test_device_pointers_lie_in_one_reserved_range_and_views_are_interior():
+    x = paddle.to_tensor(np.arange(1024, dtype=np.float32), place=paddle.CustomPlace("oar", 0))
+    y = paddle.to_tensor(np.arange(8, dtype=np.float32), place=paddle.CustomPlace("oar", 0))
+    px, py = x.data_ptr(), y.data_ptr()
+    assert px != py and abs(px - py) < RESERVED
+    # A slice is a pointer inside x's allocation; kernels resolve it to the
+    # same OAR buffer at an offset.
+    view = x[100:104]
+    got = (view * 2).numpy()
+    np.testing.assert_array_equal(got, np.arange(100, 104, dtype=np.float32) * 2)
+
+
+def test_upload_source_may_be_reused_at_once():
+    # Asynchronous uploads stage the host bytes, so overwriting or freeing
+    # the source right after the call does not change what arrives.
+    paddle.set_device(DEVICE)
+    results = []
+    for i in range(20):
+        src = np.full(4096, float(i), dtype=np.float32)
+        t = paddle.to_tensor(src)
+        src[:] = -1.0
+        del src
+        results.append(t)
+    for i, t in enumerate(results):
+        assert float(t.sum()) == 4096.0 * i
+
+
+def test_device_to_device_copy_and_fill():
+    paddle.set_device(DEVICE)
+    a = paddle.to_tensor(np.arange(10, dtype=np.int64))
+    b = a.clone()
+    a[:] = 5  # a fill on the device
+    np.testing.assert_array_equal(b.numpy(), np.arange(10))
+    np.testing.assert_array_equal(a.numpy(), np.full(10, 5))
+
+
+def test_streams_and_events_order_work():
+    paddle.set_device(DEVICE)
+    s = paddle.device.Stream(device=DEVICE)
+    e = paddle.device.Event()
+    x = paddle.ones([256, 256])
+    # x is written on the current stream; s must wait for it (as with CUDA).
+    s.wait_stream(paddle.device.current_stream())
+    with paddle.device.stream_guard(s):
+        y = paddle.matmul(x, x)
+        e.record(s)
+    paddle.device.current_stream().wait_event(e)
+    z = y + 1
+    e.synchronize()
+    assert e.query()
+    assert float(z[0, 0]) == 257.0
+    paddle.device.synchronize()
+
+
+def test_memory_statistics_follow_allocations():
+    paddle.set_device(DEVICE)
+    before = paddle.device.memory_allocated(DEVICE)
+    x = paddle.zeros([1 << 20], dtype="float32")
+    after = paddle.device.memory_allocated(DEVICE)
+    assert after - before >= 4 << 20
+    del x
+    assert paddle.device.max_memory_allocated(DEVICE) >= after
+
+
+def test_missing_plugin_leaves_paddle_cpu_working(tmp_path):
+    env = dict(os.environ, OAR_PLUGINS=str(tmp_path / "absent.json"))
+    code = ("import paddle\n"
+            "print('types', paddle.device.get_all_custom_device_type())\n"
+            "paddle.set_device('cpu'); print('sum', float(paddle.ones([3]).sum()))\n")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "sum 3.0" in r.stdout
+    assert "types ['oar']" in r.stdout
+    assert "OAR found no device" in r.stderr
+    # Paddle still lists the type (the adapter loaded) but OAR has no device:
+    # asking for one is a Paddle error, not a crash.
+    code2 = "import paddle\ntry:\n    paddle.set_device('oar:0')\nexcept Exception as e:\n    print('refused')\n"
+    r2 = subprocess.run([sys.executable, "-c", code2], env=env, capture_output=True, text=True,
+                        timeout=120)
+    assert r2.returncode == 0, r2.stderr[-2000:]
+    assert "refused" in r2.stdout
+
+
+def test_oar0_is_the_plugin_under_test():
+    assert device_name() == f"{PLUGIN}:0"
