@@ -85,7 +85,9 @@ const std::vector<CoreOperator>& core_operators() {
 }
 
 uint32_t device_dtype_bits(const oar_device_properties_t& properties) {
-  uint32_t bits = ops::kF32 | ops::kI32 | ops::kI64 | ops::kBool;
+  // Like i32, i64 and bool, the narrow integers (i8, u8, i16) need no claim:
+  // every device has kernels for them.
+  uint32_t bits = ops::kF32 | ops::kI32 | ops::kI64 | ops::kBool | ops::kSmallInts;
   if (properties.dtypes & OAR_DTYPE_SUPPORT_F16) bits |= ops::kF16;
   if (properties.dtypes & OAR_DTYPE_SUPPORT_BF16) bits |= ops::kBF16;
   if (properties.dtypes & OAR_DTYPE_SUPPORT_F64) bits |= ops::kF64;

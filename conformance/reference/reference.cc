@@ -738,6 +738,9 @@ double HostTensor::get(int64_t i) const {
     case ops::kI32:
     case ops::kI64:
     case ops::kBool:
+    case ops::kI8:
+    case ops::kU8:
+    case ops::kI16:
       return double(get_int(i));
     default:
       bad_dtype(dtype);
@@ -752,6 +755,12 @@ int64_t HostTensor::get_int(int64_t i) const {
       return load<int64_t>(*this, i);
     case ops::kBool:
       return load<uint8_t>(*this, i) != 0 ? 1 : 0;
+    case ops::kI8:
+      return load<int8_t>(*this, i);
+    case ops::kU8:
+      return load<uint8_t>(*this, i);
+    case ops::kI16:
+      return load<int16_t>(*this, i);
     default:
       bad_dtype(dtype);
   }
@@ -770,7 +779,10 @@ void HostTensor::set(int64_t i, double value) {
     case ops::kBool:
       return store<uint8_t>(*this, i, value != 0 ? 1 : 0);  // NaN: true
     case ops::kI32:
-    case ops::kI64: {
+    case ops::kI64:
+    case ops::kI8:
+    case ops::kU8:
+    case ops::kI16: {
       // Truncation toward zero; NaN and out-of-range values are unspecified
       // (here: NaN -> 0, saturation to int64, then wrapping to the width).
       const double t = std::isnan(value) ? 0.0 : std::trunc(value);
@@ -788,6 +800,12 @@ void HostTensor::set_int(int64_t i, int64_t value) {
       return store<uint32_t>(*this, i, uint32_t(uint64_t(value)));
     case ops::kI64:
       return store<int64_t>(*this, i, value);
+    // The narrow integers keep the low bits (two's complement wrapping).
+    case ops::kI8:
+    case ops::kU8:
+      return store<uint8_t>(*this, i, uint8_t(uint64_t(value)));
+    case ops::kI16:
+      return store<uint16_t>(*this, i, uint16_t(uint64_t(value)));
     case ops::kBool:
       return store<uint8_t>(*this, i, value != 0 ? 1 : 0);
     case ops::kF64:

@@ -25,7 +25,7 @@ std::vector<OpSchema> build_schemas() {
                {},
                {"y"},
                {required("value", kFloat)},
-               kAll,
+               kAll | kSmallInts,
                DtypeRule::kSame,
                -1,
                "y[...] = value (converted to y's dtype)"});
@@ -34,7 +34,7 @@ std::vector<OpSchema> build_schemas() {
                {{"x"}},
                {"y"},
                {},
-               kAll,
+               kAll | kSmallInts,
                DtypeRule::kSame,
                -1,
                "y = x, any strides in, contiguous out"});
@@ -43,7 +43,7 @@ std::vector<OpSchema> build_schemas() {
                {{"x"}},
                {"y"},
                {},
-               kAll,
+               kAll | kSmallInts,
                DtypeRule::kCast,
                -1,
                "y = x converted to y's dtype"});
@@ -52,7 +52,7 @@ std::vector<OpSchema> build_schemas() {
                {{"x"}},
                {"y"},
                {required("perm", kIntArray)},
-               kAll,
+               kAll | kSmallInts,
                DtypeRule::kSame,
                -1,
                "y = x with dimensions permuted: y.shape[i] = x.shape[perm[i]]"});
@@ -61,7 +61,7 @@ std::vector<OpSchema> build_schemas() {
                {{"xs", false, true}},
                {"y"},
                {int_attr("axis", 0)},
-               kAll,
+               kAll | kSmallInts,
                DtypeRule::kSame,
                -1,
                "y = inputs joined along axis"});
@@ -71,7 +71,7 @@ std::vector<OpSchema> build_schemas() {
                {"y"},
                {required("axis", kInt), int_attr("start", 0), int_attr("end", INT64_MAX),
                 int_attr("step", 1)},
-               kAll,
+               kAll | kSmallInts,
                DtypeRule::kSame,
                -1,
                "y = x[start:end:step] along axis (Python rules)"});
@@ -80,7 +80,7 @@ std::vector<OpSchema> build_schemas() {
                {{"x"}, {"index"}},
                {"y"},
                {int_attr("axis", 0)},
-               kAll,
+               kAll | kSmallInts,
                DtypeRule::kIndexed,
                1,
                "y = x[..., index[j], ...] along axis; index is 1-D"});
@@ -89,7 +89,7 @@ std::vector<OpSchema> build_schemas() {
                {{"x"}, {"index"}},
                {"y"},
                {required("axis", kInt)},
-               kAll,
+               kAll | kSmallInts,
                DtypeRule::kIndexed,
                1,
                "y[i][j][k] = x[i][index[i][j][k]][k] (for axis 1); index has x's rank"});
@@ -103,8 +103,8 @@ std::vector<OpSchema> build_schemas() {
                1,
                "y[..., :] = weight[index[...], :]"});
   // Elementwise unary.
-  s.push_back(unary("neg", kSigned, "y = -x"));
-  s.push_back(unary("abs", kSigned, "y = |x|"));
+  s.push_back(unary("neg", kSigned | kSmallInts, "y = -x"));
+  s.push_back(unary("abs", kSigned | kSmallInts, "y = |x|"));
   s.push_back(unary("exp", kFloats, "y = e^x"));
   s.push_back(unary("log", kFloats, "y = ln x"));
   s.push_back(unary("sqrt", kFloats, "y = sqrt(x)"));
@@ -123,25 +123,25 @@ std::vector<OpSchema> build_schemas() {
   s.push_back(unary("ceil", kFloats, "y = ceil x"));
   s.push_back(unary("reciprocal", kFloats, "y = 1 / x"));
   // Elementwise binary, NumPy broadcasting.
-  s.push_back(binary("add", kNumbers, "y = a + b"));
-  s.push_back(binary("sub", kNumbers, "y = a - b"));
-  s.push_back(binary("mul", kNumbers, "y = a * b"));
+  s.push_back(binary("add", kNumbers | kSmallInts, "y = a + b"));
+  s.push_back(binary("sub", kNumbers | kSmallInts, "y = a - b"));
+  s.push_back(binary("mul", kNumbers | kSmallInts, "y = a * b"));
   s.push_back(binary("div", kFloats, "y = a / b"));
-  s.push_back(binary("maximum", kNumbers, "y = max(a, b), NaN if either is NaN"));
-  s.push_back(binary("minimum", kNumbers, "y = min(a, b), NaN if either is NaN"));
+  s.push_back(binary("maximum", kNumbers | kSmallInts, "y = max(a, b), NaN if either is NaN"));
+  s.push_back(binary("minimum", kNumbers | kSmallInts, "y = min(a, b), NaN if either is NaN"));
   s.push_back(binary("pow", kFloats, "y = a ^ b"));
-  s.push_back(compare("eq", kAll, "y = a == b"));
-  s.push_back(compare("ne", kAll, "y = a != b"));
-  s.push_back(compare("lt", kNumbers, "y = a < b"));
-  s.push_back(compare("le", kNumbers, "y = a <= b"));
-  s.push_back(compare("gt", kNumbers, "y = a > b"));
-  s.push_back(compare("ge", kNumbers, "y = a >= b"));
+  s.push_back(compare("eq", kAll | kSmallInts, "y = a == b"));
+  s.push_back(compare("ne", kAll | kSmallInts, "y = a != b"));
+  s.push_back(compare("lt", kNumbers | kSmallInts, "y = a < b"));
+  s.push_back(compare("le", kNumbers | kSmallInts, "y = a <= b"));
+  s.push_back(compare("gt", kNumbers | kSmallInts, "y = a > b"));
+  s.push_back(compare("ge", kNumbers | kSmallInts, "y = a >= b"));
   s.push_back({"where",
                "binary",
                {{"condition"}, {"a"}, {"b"}},
                {"y"},
                {},
-               kAll,
+               kAll | kSmallInts,
                DtypeRule::kWhere,
                -1,
                "y = condition ? a : b, broadcast together"});
@@ -585,8 +585,12 @@ uint32_t dtype_bit(DLDataType t) {
     case kDLBfloat:
       return t.bits == 16 ? uint32_t(kBF16) : 0;
     case kDLInt:
+      if (t.bits == 8) return kI8;
+      if (t.bits == 16) return kI16;
       if (t.bits == 32) return kI32;
       return t.bits == 64 ? uint32_t(kI64) : 0;
+    case kDLUInt:
+      return t.bits == 8 ? uint32_t(kU8) : 0;
     case dtype::kDLBoolCode:
       return t.bits == 8 ? uint32_t(kBool) : 0;
     default:
@@ -596,8 +600,8 @@ uint32_t dtype_bit(DLDataType t) {
 
 std::vector<DLDataType> dtypes_in(uint32_t bits) {
   std::vector<DLDataType> result;
-  const DLDataType all[] = {dtype::f16, dtype::bf16, dtype::f32,    dtype::f64,
-                            dtype::i32, dtype::i64,  dtype::boolean};
+  const DLDataType all[] = {dtype::f16, dtype::bf16,    dtype::f32, dtype::f64, dtype::i32,
+                            dtype::i64, dtype::boolean, dtype::i8,  dtype::u8,  dtype::i16};
   for (DLDataType t : all) {
     if (dtype_bit(t) & bits) result.push_back(t);
   }
@@ -793,7 +797,7 @@ void check_dtypes(const OpSchema& schema, const DLTensor* inputs, size_t num_inp
       break;
     case DtypeRule::kCast:
       need(allowed(inputs[0].dtype) && allowed(outputs[0].dtype),
-           "casts between f16, bf16, f32, f64, i32, i64 and bool only");
+           "casts between f16, bf16, f32, f64, i8, u8, i16, i32, i64 and bool only");
       break;
     case DtypeRule::kWhere:
       need(inputs[0].dtype == dtype::boolean, "condition must be bool");

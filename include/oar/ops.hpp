@@ -32,15 +32,25 @@ enum DtypeBits : uint32_t {
   kI32 = 1u << 4,
   kI64 = 1u << 5,
   kBool = 1u << 6,
+  kI8 = 1u << 7,
+  kU8 = 1u << 8,
+  kI16 = 1u << 9,
   kFloats = kF16 | kBF16 | kF32 | kF64,
   kInts = kI32 | kI64,
   kNumbers = kFloats | kInts,
   kAll = kNumbers | kBool,
+  // The narrow integers (quantized values, masks). Not part of kInts,
+  // kNumbers or kAll: an operator takes them only where its schema names
+  // kSmallInts (or one of its bits) explicitly.
+  kSmallInts = kI8 | kU8 | kI16,
+  // Every integer dtype (narrow and wide).
+  kAllInts = kInts | kSmallInts,
 };
 
 // The bit of |dtype| (0 for dtypes outside the operator set).
 uint32_t dtype_bit(DLDataType dtype);
-// Every dtype whose bit is in |bits|, in a fixed order (f16 bf16 f32 f64 i32 i64 bool).
+// Every dtype whose bit is in |bits|, in a fixed order
+// (f16 bf16 f32 f64 i32 i64 bool i8 u8 i16).
 std::vector<DLDataType> dtypes_in(uint32_t bits);
 
 // How an operator's dtypes relate.

@@ -87,5 +87,30 @@ TEST_F(OpsTest, EveryOperatorOfTheSetHasACpuKernel) {
   }
 }
 
+TEST(DtypeTest, ParseIsTheInverseOfName) {
+  // Every dtype of the set, the narrow integers included, round-trips.
+  for (DLDataType t : ops::dtypes_in(ops::kAll | ops::kSmallInts)) {
+    DLDataType parsed{0, 0, 0};
+    ASSERT_TRUE(parse_dtype(dtype_name(t), &parsed)) << dtype_name(t);
+    EXPECT_TRUE(parsed == t) << dtype_name(t);
+  }
+  DLDataType t{0, 0, 0};
+  ASSERT_TRUE(parse_dtype("u8", &t));
+  EXPECT_TRUE(t == dtype::u8);
+  ASSERT_TRUE(parse_dtype("i16", &t));
+  EXPECT_TRUE(t == dtype::i16);
+  ASSERT_TRUE(parse_dtype("f32x4", &t));
+  EXPECT_TRUE((t == DLDataType{kDLFloat, 32, 4}));
+  ASSERT_TRUE(parse_dtype("code7:16", &t));
+  EXPECT_TRUE((t == DLDataType{7, 16, 1}));
+  EXPECT_EQ(dtype_name(t), "code7:16");
+  const DLDataType before = t;
+  for (const char* bad : {"", "f", "f0", "f256", "i08", "x4", "f32x", "f32x0", "float32", "bool2",
+                          "code7", "code:8", "u8 ", "I8"}) {
+    EXPECT_FALSE(parse_dtype(bad, &t)) << bad;
+  }
+  EXPECT_TRUE(t == before);  // untouched on failure
+}
+
 }  // namespace
 }  // namespace oar::testing

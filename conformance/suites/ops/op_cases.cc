@@ -1,5 +1,6 @@
 #include "conformance/suites/ops/op_cases.h"
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -45,8 +46,27 @@ OpCase make_case(std::string name, std::vector<InputSpec> inputs, std::vector<At
   return c;
 }
 
+namespace {
+
+// Whether |dtype| is one of the narrow integers (i8, u8, i16).
+bool is_small_int(DLDataType dtype) { return (ops::dtype_bit(dtype) & ops::kSmallInts) != 0; }
+
+// The range of a narrow integer dtype.
+std::pair<int64_t, int64_t> small_int_range(DLDataType dtype) {
+  if (dtype == dtype::u8) return {0, 255};
+  if (dtype == dtype::i8) return {-128, 127};
+  return {-32768, 32767};
+}
+
+}  // namespace
+
 // The safe input domain of |op|'s data inputs.
 Domain domain_for(const std::string& op, DLDataType dtype) {
+  if (is_small_int(dtype)) {
+    // The whole range: sums, products and negations wrap often (defined).
+    auto [lo, hi] = small_int_range(dtype);
+    return integers(lo, hi);
+  }
   if (!is_float(dtype)) {
     if (op == "prod") return away_from_zero(1, 1);  // +-1: no overflow, any length
     if (in_set(op, {"sum", "mean"})) return integers(-100, 100);
@@ -134,7 +154,14 @@ std::vector<OpCase> unary_cases(const std::string& op, DLDataType dt) {
                               {spec({13, 31}, dt, uniform(-3.3, -2.7))},
                               {attr("approximate", "tanh")}));
   }
-  if (in_set(op, {"neg", "abs"}) && !is_float(dt)) {
+  if (in_set(op, {"neg", "abs"}) && is_small_int(dt)) {
+    // Two's complement at the narrow widths: -(-128) == -128 in i8,
+    // -(1) == 255 in u8, abs(-32768) == -32768 in i16.
+    const uint64_t bits = dtype_size(dt) * 8;
+    const uint64_t min = uint64_t(1) << (bits - 1), max = min - 1, minus_one = (min << 1) - 1;
+    cases.push_back(
+        make_case("narrow_int_wraps", {bit_values(dt, {min, max, minus_one, 0, 1, 2})}));
+  } else if (in_set(op, {"neg", "abs"}) && !is_float(dt)) {
     // Two's complement: -INT_MIN == INT_MIN, abs(INT_MIN) == INT_MIN.
     const uint64_t min = dt == dtype::i32 ? 0x80000000ull : 0x8000000000000000ull;
     const uint64_t max = dt == dtype::i32 ? 0x7fffffffull : 0x7fffffffffffffffull;
@@ -197,6 +224,17 @@ std::vector<OpCase> binary_cases(const std::string& op, DLDataType dt,
         make_case("nan_inf_propagation",
                   {explicit_values({8}, dt, {kNaN, 1.0, kNaN, -kInf, kInf, 2.0, -3.0, kInf}),
                    explicit_values({8}, dt, {1.0, kNaN, kNaN, 5.0, -kInf, -kInf, kInf, kNaN})}));
+  }
+  if (in_set(op, {"add", "sub", "mul", "maximum", "minimum"}) && is_small_int(dt)) {
+    // Wrap-around at the narrow widths (computed in 32 bits, the result must
+    // keep only the low bits), and the signed/unsigned order of maximum and
+    // minimum (0x80 is -128 in i8 and 128 in u8).
+    const uint64_t bits = dtype_size(dt) * 8;
+    const uint64_t min = uint64_t(1) << (bits - 1), max = min - 1, minus_one = (min << 1) - 1;
+    const uint64_t root = bits == 8 ? 12 : 182;  // just above sqrt(max)
+    cases.push_back(make_case("narrow_overflow_wraps",
+                              {bit_values(dt, {max, min, max, min, root, minus_one, 100, 1}),
+                               bit_values(dt, {1, minus_one, min, 1, root, minus_one, 100, max})}));
   }
   if (in_set(op, {"add", "mul"}) && dt == dtype::i32) {
     // Two's complement wrap-around, as docs/ops.md states for integers.
@@ -420,6 +458,7 @@ std::vector<OpCase> fill_cases(DLDataType dt) {
   std::vector<OpCase> cases;
   for (const FillCase& f : table) {
     double value = is_float(dt) ? f.value_float : dt == dtype::boolean ? f.value_bool : f.value_int;
+    if (dt == dtype::u8) value = std::fabs(value);  // a negative one is out of u8's range
     OpCase c = make_case(f.name, {}, {attr("value", value)});
     c.out_dtype = dt;
     c.fill_shape = f.shape;
@@ -443,10 +482,12 @@ std::vector<OpCase> copy_cases(DLDataType dt) {
 std::vector<OpCase> cast_cases(DLDataType dt, uint32_t claimed) {
   std::vector<OpCase> cases;
   for (DLDataType to : ops::dtypes_in(claimed)) {
-    // Exactly representable, in range of every target: the result is defined.
+    // Exactly representable, in range of every target: the result is defined
+    // (float -> u8 only from non-negative values; int -> int wraps, defined).
+    const bool unsigned_target = to == dtype::u8 && is_float(dt);
     Domain d = (to == dtype::boolean || dt == dtype::boolean) ? integers(-2, 2)
-               : is_float(dt)                                 ? uniform(-100, 100)
-                                                              : integers(-100, 100);
+               : is_float(dt) ? uniform(unsigned_target ? 0 : -100, 100)
+                              : integers(-100, 100);
     std::string target = "to_" + dtype_name(to);
     for (auto [suffix, shape, transposed] :
          {std::tuple{"_257", Shape{257}, false}, std::tuple{"_noncontiguous", Shape{13, 31}, true},
@@ -455,6 +496,27 @@ std::vector<OpCase> cast_cases(DLDataType dt, uint32_t claimed) {
       c.out_dtype = to;
       cases.push_back(std::move(c));
     }
+    if (!is_small_int(to)) continue;
+    std::vector<double> values;
+    std::string name;
+    if (is_float(dt)) {
+      // Truncation toward zero near the ends of the narrow range (values
+      // exact in every float dtype, so the input is what the case says).
+      name = target + "_truncates_near_the_ends";
+      values = to == dtype::i8 ? std::vector<double>{2.75, -2.75, 127.5, -128.5, 0.5, -0.5}
+               : to == dtype::u8
+                   ? std::vector<double>{2.75, -0.75, 127.5, 255.0, 100.5, 0.5}
+                   : std::vector<double>{2.75, -2.75, 32512.0, -32768.0, 1000.5, -0.5};
+    } else if (dt != dtype::boolean) {
+      // Integer -> narrow integer keeps the low bits (no saturation).
+      name = target + "_wraps";
+      values = {300, -1, 128, -129, 255, 256, 65535, 40000, -40000, 127, -128};
+    } else {
+      continue;
+    }
+    OpCase c = make_case(name, {explicit_values({int64_t(values.size())}, dt, values)});
+    c.out_dtype = to;
+    cases.push_back(std::move(c));
   }
   OpCase large = make_case("to_f32_large_1M", {spec(kLarge1d, dt, integers(-100, 100))});
   large.out_dtype = dtype::f32;

@@ -134,7 +134,7 @@ std::string index_text(const std::vector<int64_t>& shape, int64_t i) {
 }
 
 uint32_t claimed_dtype_bits(const oar_device_properties_t& properties) {
-  uint32_t bits = ops::kF32 | ops::kI32 | ops::kI64 | ops::kBool;
+  uint32_t bits = ops::kF32 | ops::kI32 | ops::kI64 | ops::kBool | ops::kSmallInts;
   if (properties.dtypes & OAR_DTYPE_SUPPORT_F16) bits |= ops::kF16;
   if (properties.dtypes & OAR_DTYPE_SUPPORT_BF16) bits |= ops::kBF16;
   if (properties.dtypes & OAR_DTYPE_SUPPORT_F64) bits |= ops::kF64;

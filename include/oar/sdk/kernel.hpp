@@ -146,10 +146,14 @@ inline uint16_t float_to_bf16(float value) {  // round to nearest even; NaN stay
 }
 
 // The type arithmetic on T happens in: float for the 16-bit floats, int32_t
-// for bool, T itself otherwise.
+// for bool and the narrow integers (int8_t, uint8_t, int16_t: store() wraps
+// the result to T's width), T itself otherwise.
 template <typename T>
-using compute_t = std::conditional_t<std::is_same_v<T, half> || std::is_same_v<T, bfloat16>, float,
-                                     std::conditional_t<std::is_same_v<T, bool>, int32_t, T>>;
+using compute_t = std::conditional_t<
+    std::is_same_v<T, half> || std::is_same_v<T, bfloat16>, float,
+    std::conditional_t<std::is_same_v<T, bool> || std::is_same_v<T, int8_t> ||
+                           std::is_same_v<T, uint8_t> || std::is_same_v<T, int16_t>,
+                       int32_t, T>>;
 
 // Reads one element as compute_t<T>. A bool element is a byte, 0 or 1; any
 // other byte reads as true.
@@ -193,6 +197,12 @@ constexpr DLDataType dtype_of() {
     return dtype::i32;
   else if constexpr (std::is_same_v<T, int64_t>)
     return dtype::i64;
+  else if constexpr (std::is_same_v<T, int8_t>)
+    return dtype::i8;
+  else if constexpr (std::is_same_v<T, uint8_t>)
+    return dtype::u8;
+  else if constexpr (std::is_same_v<T, int16_t>)
+    return dtype::i16;
   else {
     static_assert(std::is_same_v<T, bool>, "not a storage type of the operator set");
     return dtype::boolean;
@@ -200,7 +210,8 @@ constexpr DLDataType dtype_of() {
 }
 
 // Calls |f(T{})| with the storage type T of |t| (half, bfloat16, float,
-// double, int32_t, int64_t, bool) and returns what it returns. Only the
+// double, int32_t, int64_t, bool, int8_t, uint8_t, int16_t) and returns what
+// it returns. Only the
 // dtypes in |Bits| (ops::DtypeBits) instantiate |f|; any other dtype throws
 // INVALID_ARGUMENT.
 template <uint32_t Bits = ops::kAll, typename F>
@@ -220,6 +231,12 @@ decltype(auto) with_dtype(DLDataType t, F&& f) {
     if (bit == ops::kI64) return f(int64_t{});
   if constexpr ((Bits & ops::kBool) != 0)
     if (bit == ops::kBool) return f(bool{});
+  if constexpr ((Bits & ops::kI8) != 0)
+    if (bit == ops::kI8) return f(int8_t{});
+  if constexpr ((Bits & ops::kU8) != 0)
+    if (bit == ops::kU8) return f(uint8_t{});
+  if constexpr ((Bits & ops::kI16) != 0)
+    if (bit == ops::kI16) return f(int16_t{});
   throw Error(OAR_STATUS_INVALID_ARGUMENT, "no kernel for dtype " + dtype_name(t));
 }
 

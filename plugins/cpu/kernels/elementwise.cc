@@ -149,7 +149,7 @@ void map(KernelContext& context, F f) {
 
 template <Op op>
 void unary_kernel(KernelContext& context) {
-  with_dtype(context.outputs[0].dtype, [&](auto t) {
+  with_dtype<kAnyDtype>(context.outputs[0].dtype, [&](auto t) {
     using T = decltype(t);
     if constexpr (takes<op, T>()) map<T, T>(context, [](auto x) { return unary<op>(x); });
   });
@@ -164,7 +164,7 @@ void gelu_kernel(KernelContext& context) {
 
 template <Op op>
 void binary_kernel(KernelContext& context) {
-  with_dtype(context.inputs[0].dtype, [&](auto t) {
+  with_dtype<kAnyDtype>(context.inputs[0].dtype, [&](auto t) {
     using T = decltype(t);
     using Out = std::conditional_t<op >= Op::kEq, bool, T>;
     if constexpr (takes<op, T>())
@@ -173,7 +173,7 @@ void binary_kernel(KernelContext& context) {
 }
 
 void where_kernel(KernelContext& context) {
-  with_dtype(context.outputs[0].dtype, [&](auto t) {
+  with_dtype<kAnyDtype>(context.outputs[0].dtype, [&](auto t) {
     using T = decltype(t);
     map<T, bool, T, T>(context, [](int32_t c, auto a, auto b) { return c ? a : b; });
   });
@@ -209,10 +209,13 @@ double int_to_double_round_odd(int64_t v) {
 // NaN gives 0 (C++ leaves both undefined; the conformance tests avoid them).
 template <typename I, typename F>
 I float_to_int(F v) {
-  constexpr F low = F(std::numeric_limits<I>::min());  // -2^k, exact
+  // -2^k and 2^k (2^(k+1) unsigned), exact in every float type.
+  constexpr F low = std::is_signed_v<I> ? F(std::numeric_limits<I>::min()) : F(-1);
+  constexpr F high = std::is_signed_v<I> ? -F(std::numeric_limits<I>::min())
+                                         : F(2) * F(std::numeric_limits<I>::max() / 2 + 1);
   if (v != v) return 0;
-  if (v <= low) return std::numeric_limits<I>::min();
-  if (v >= -low) return std::numeric_limits<I>::max();
+  if (v <= low) return std::is_signed_v<I> ? std::numeric_limits<I>::min() : I(0);
+  if (v >= high) return std::numeric_limits<I>::max();
   return static_cast<I>(v);
 }
 
@@ -231,9 +234,9 @@ auto convert(compute_t<In> v) {
 }
 
 void cast_kernel(KernelContext& context) {
-  with_dtype(context.inputs[0].dtype, [&](auto in) {
+  with_dtype<kAnyDtype>(context.inputs[0].dtype, [&](auto in) {
     using In = decltype(in);
-    with_dtype(context.outputs[0].dtype, [&](auto out) {
+    with_dtype<kAnyDtype>(context.outputs[0].dtype, [&](auto out) {
       using Out = decltype(out);
       map<Out, In>(context, [](compute_t<In> v) { return convert<Out, In>(v); });
     });
@@ -243,7 +246,7 @@ void cast_kernel(KernelContext& context) {
 // The value converts like a cast from f64.
 void fill_kernel(KernelContext& context) {
   const double value = context.attrs.get_float("value");
-  with_dtype(context.outputs[0].dtype, [&](auto t) {
+  with_dtype<kAnyDtype>(context.outputs[0].dtype, [&](auto t) {
     using T = decltype(t);
     const auto converted = convert<T, double>(value);
     map<T>(context, [converted] { return converted; });
@@ -310,13 +313,17 @@ void register_elementwise_kernels(const oar::sdk::KernelRegistrar& registrar,
     register_op(registrar, r.op, r.body, signatures, 0, table);
   }
   std::vector<std::vector<DLDataType>> casts, wheres;
-  for (DLDataType in : ops::dtypes_in(ops::kAll)) {
-    for (DLDataType out : ops::dtypes_in(ops::kAll)) casts.push_back({in, out});
+  for (DLDataType in : ops::dtypes_in(ops::find_schema("cast")->dtypes)) {
+    for (DLDataType out : ops::dtypes_in(ops::find_schema("cast")->dtypes))
+      casts.push_back({in, out});
+  }
+  for (DLDataType in : ops::dtypes_in(ops::find_schema("where")->dtypes)) {
     wheres.push_back({dtype::boolean, in, in, in});
   }
   register_op(registrar, "cast", cast_kernel, casts, 0, table);
   register_op(registrar, "where", where_kernel, wheres, 0, table);
-  register_op(registrar, "copy", copy_kernel, same_signatures(ops::kAll, 1, 1),
+  register_op(registrar, "copy", copy_kernel,
+              same_signatures(ops::find_schema("copy")->dtypes, 1, 1),
               OAR_KERNEL_FLAG_STRIDED_INPUTS, table);
 }
 

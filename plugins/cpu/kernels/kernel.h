@@ -36,6 +36,10 @@ using oar::sdk::store;
 using oar::sdk::with_dtype;
 using View = oar::sdk::TensorView;
 
+// Every dtype a cpu kernel may be instantiated for: the operator set's
+// dtypes with the narrow integers (i8, u8, i16), which ops::kAll leaves out.
+inline constexpr uint32_t kAnyDtype = ops::kAll | ops::kSmallInts;
+
 // |f(T{})| for the floating dtypes only, so that float-only kernels are not
 // instantiated for integers.
 template <typename F>

@@ -196,16 +196,19 @@ std::vector<std::vector<DLDataType>> indexed_signatures(uint32_t bits) {
 }  // namespace
 
 void register_layout_kernels(const oar::sdk::KernelRegistrar& registrar, AllocationTable* table) {
-  register_op(registrar, "transpose", transpose_kernel, same_signatures(ops::kAll, 1, 1), 0, table);
-  register_op(registrar, "slice", slice_kernel, same_signatures(ops::kAll, 1, 1), 0, table);
+  // Element moves: every dtype of each schema (the narrow integers included).
+  auto dtypes = [](const char* op) { return ops::find_schema(op)->dtypes; };
+  register_op(registrar, "transpose", transpose_kernel, same_signatures(dtypes("transpose"), 1, 1),
+              0, table);
+  register_op(registrar, "slice", slice_kernel, same_signatures(dtypes("slice"), 1, 1), 0, table);
   std::vector<std::vector<DLDataType>> concat;
   for (size_t n = 1; n <= kMaxConcatInputs; ++n) {
-    for (auto& signature : same_signatures(ops::kAll, n, 1)) concat.push_back(signature);
+    for (auto& signature : same_signatures(dtypes("concat"), n, 1)) concat.push_back(signature);
   }
   register_op(registrar, "concat", concat_kernel, concat, 0, table);
-  register_op(registrar, "index_select", index_select_kernel, indexed_signatures(ops::kAll), 0,
-              table);
-  register_op(registrar, "gather", gather_kernel, indexed_signatures(ops::kAll), 0, table);
+  register_op(registrar, "index_select", index_select_kernel,
+              indexed_signatures(dtypes("index_select")), 0, table);
+  register_op(registrar, "gather", gather_kernel, indexed_signatures(dtypes("gather")), 0, table);
   register_op(registrar, "embedding", embedding_kernel, indexed_signatures(ops::kNumbers), 0,
               table);
 }

@@ -2,7 +2,7 @@
 // types, their loads and stores, and the geometry structs the host passes.
 //
 // A program is built for one dtype X, given as -DX=<tag> -DX_<TAG> with tag
-// one of f16 bf16 f32 f64 i32 i64 bool. For each tag: S_<tag> is the storage
+// one of f16 bf16 f32 f64 i32 i64 bool i8 u8 i16. For each tag: S_<tag> is the storage
 // type, C_<tag> the type arithmetic happens in (f16 and bf16 in float, one
 // rounding at the store), U_<tag> the unsigned type integer arithmetic wraps
 // in, ld_<tag>(base, i) / st_<tag>(base, i, v) load and store element i of a
@@ -71,6 +71,26 @@ typedef ulong U_i64;
 inline long ld_i64(gcptr p, long i) { return ((__global const long*)p)[i]; }
 inline void st_i64(gptr p, long i, long v) { ((__global long*)p)[i] = v; }
 
+// The narrow integers compute in int (exact for every sum, difference and
+// product of two of them) and store the low bits: the result wraps.
+typedef char S_i8;
+typedef int C_i8;
+typedef uint U_i8;
+inline int ld_i8(gcptr p, long i) { return ((__global const char*)p)[i]; }
+inline void st_i8(gptr p, long i, long v) { ((__global uchar*)p)[i] = (uchar)(ulong)v; }
+
+typedef uchar S_u8;
+typedef int C_u8;
+typedef uint U_u8;
+inline int ld_u8(gcptr p, long i) { return ((__global const uchar*)p)[i]; }
+inline void st_u8(gptr p, long i, long v) { ((__global uchar*)p)[i] = (uchar)(ulong)v; }
+
+typedef short S_i16;
+typedef int C_i16;
+typedef uint U_i16;
+inline int ld_i16(gcptr p, long i) { return ((__global const short*)p)[i]; }
+inline void st_i16(gptr p, long i, long v) { ((__global ushort*)p)[i] = (ushort)(ulong)v; }
+
 typedef uchar S_bool;
 typedef int C_bool;
 typedef uint U_bool;
@@ -79,7 +99,7 @@ inline void st_bool(gptr p, long i, int v) { ((__global uchar*)p)[i] = v != 0; }
 
 #if defined(X_F16) || defined(X_BF16) || defined(X_F32) || defined(X_F64)
 #define IS_FLOAT 1
-#elif defined(X_I32) || defined(X_I64)
+#elif defined(X_I32) || defined(X_I64) || defined(X_I8) || defined(X_U8) || defined(X_I16)
 #define IS_INT 1
 #else
 #define IS_BOOL 1

@@ -269,6 +269,18 @@ void fill_body(KernelContext& context) {
       std::memcpy(pattern, &v, 8);
       break;
     }
+    case ops::kI8:
+    case ops::kU8: {
+      // The low bits of the truncated value (in range: the value itself).
+      uint8_t v = uint8_t(uint64_t(to_integer<int64_t>(value)));
+      std::memcpy(pattern, &v, 1);
+      break;
+    }
+    case ops::kI16: {
+      uint16_t v = uint16_t(uint64_t(to_integer<int64_t>(value)));
+      std::memcpy(pattern, &v, 2);
+      break;
+    }
     default:
       pattern[0] = value != 0;  // NaN != 0 is true, as the spec wants
       break;
@@ -298,13 +310,17 @@ void register_elementwise_kernels(const oar::sdk::KernelRegistrar& registrar) {
     }
   }
   std::vector<std::vector<DLDataType>> casts, wheres;
-  for (DLDataType in : ops::dtypes_in(ops::kAll)) {
-    for (DLDataType out : ops::dtypes_in(ops::kAll)) casts.push_back({in, out});
+  const uint32_t cast_dtypes = ops::find_schema("cast")->dtypes;
+  for (DLDataType in : ops::dtypes_in(cast_dtypes)) {
+    for (DLDataType out : ops::dtypes_in(cast_dtypes)) casts.push_back({in, out});
+  }
+  for (DLDataType in : ops::dtypes_in(ops::find_schema("where")->dtypes)) {
     wheres.push_back({dtype::boolean, in, in, in});
   }
   register_op(registrar, "cast", cast_body, casts);
   register_op(registrar, "where", where_body, wheres);
-  register_op(registrar, "fill", fill_body, same_signatures(ops::kAll, 0, 1));
+  register_op(registrar, "fill", fill_body,
+              same_signatures(ops::find_schema("fill")->dtypes, 0, 1));
 }
 
 }  // namespace oar::opencl

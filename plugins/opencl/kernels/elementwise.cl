@@ -144,6 +144,11 @@ CAST(f64, PLAIN)
 CAST(i32, PLAIN)
 CAST(i64, PLAIN)
 CAST(bool, TO_BOOL)
+// To the narrow integers: floats truncate toward zero (out of range is
+// unspecified), integers keep the low bits (st_* takes a long).
+CAST(i8, PLAIN)
+CAST(u8, PLAIN)
+CAST(i16, PLAIN)
 
 // ---- indexing: an index outside [0, extent) raises the stream's flag ------
 #define INDEXED(I)                                                                            \

@@ -200,6 +200,12 @@ const char* dtype_tag(DLDataType dtype) {
       return "i64";
     case ops::kBool:
       return "bool";
+    case ops::kI8:
+      return "i8";
+    case ops::kU8:
+      return "u8";
+    case ops::kI16:
+      return "i16";
     default:
       break;
   }

@@ -114,6 +114,9 @@ void fill_bits(double value, DLDataType t, int32_t* low, int32_t* high) {
       return;
     }
     case 4:
+    case 7:  // the narrow integers: the shader keeps the low bits
+    case 8:
+    case 9:
       *low = std::isfinite(value) && std::fabs(value) < 2147483648.0 ? int32_t(value) : 0;
       return;
     case 5: {
@@ -151,15 +154,20 @@ void register_elementwise_kernels(const oar::sdk::KernelRegistrar& registrar) {
     register_op(registrar, op, binary_kernel, signatures);
   }
   std::vector<std::vector<DLDataType>> casts, wheres;
-  for (DLDataType in : ops::dtypes_in(kSupported)) {
-    for (DLDataType out : ops::dtypes_in(kSupported)) casts.push_back({in, out});
+  const uint32_t cast_dtypes = ops::find_schema("cast")->dtypes & kSupported;
+  for (DLDataType in : ops::dtypes_in(cast_dtypes)) {
+    for (DLDataType out : ops::dtypes_in(cast_dtypes)) casts.push_back({in, out});
+  }
+  for (DLDataType in : ops::dtypes_in(ops::find_schema("where")->dtypes & kSupported)) {
     wheres.push_back({dtype::boolean, in, in, in});
   }
   register_op(registrar, "cast", cast_kernel, casts);
   register_op(registrar, "where", where_kernel, wheres);
-  register_op(registrar, "copy", copy_kernel, same_signatures(ops::kAll, 1, 1),
+  register_op(registrar, "copy", copy_kernel,
+              same_signatures(ops::find_schema("copy")->dtypes, 1, 1),
               OAR_KERNEL_FLAG_STRIDED_INPUTS);
-  register_op(registrar, "fill", fill_kernel, same_signatures(ops::kAll, 0, 1));
+  register_op(registrar, "fill", fill_kernel,
+              same_signatures(ops::find_schema("fill")->dtypes, 0, 1));
 }
 
 }  // namespace oar::vulkan

@@ -110,6 +110,12 @@ int shader_dtype(DLDataType t) {
       return 5;
     case ops::kBool:
       return 6;
+    case ops::kI8:
+      return 7;
+    case ops::kU8:
+      return 8;
+    case ops::kI16:
+      return 9;
     default:
       break;
   }
@@ -121,7 +127,7 @@ std::string module_name(const char* base, std::initializer_list<DLDataType> dtyp
   std::string name = base;  // short enough for no heap allocation
   for (DLDataType t : dtypes) {
     name += '_';
-    name += char('0' + shader_dtype(t));  // 1..6
+    name += char('0' + shader_dtype(t));  // 1..9
   }
   return name;
 }

@@ -67,14 +67,15 @@ struct KernelContext {
 
 using KernelBody = void (*)(KernelContext& context);
 
-// The dtype number the shaders use: 1 f16, 2 bf16, 3 f32, 4 i32, 5 i64, 6 bool.
+// The dtype number the shaders use: 1 f16, 2 bf16, 3 f32, 4 i32, 5 i64, 6 bool,
+// 7 i8, 8 u8, 9 i16.
 int shader_dtype(DLDataType t);
 // "name_a_b..." from a base name and dtypes.
 std::string module_name(const char* base, std::initializer_list<DLDataType> dtypes);
 
 // The dtypes of the operator set this plugin has shaders for (f64 excluded).
 constexpr uint32_t kSupported =
-    ops::kF16 | ops::kBF16 | ops::kF32 | ops::kI32 | ops::kI64 | ops::kBool;
+    ops::kF16 | ops::kBF16 | ops::kF32 | ops::kI32 | ops::kI64 | ops::kBool | ops::kSmallInts;
 
 void register_op(const oar::sdk::KernelRegistrar& registrar, const char* op, KernelBody body,
                  const std::vector<std::vector<DLDataType>>& signatures, uint32_t flags = 0);

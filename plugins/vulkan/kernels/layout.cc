@@ -122,15 +122,18 @@ std::vector<std::vector<DLDataType>> indexed_signatures(uint32_t bits) {
 }  // namespace
 
 void register_layout_kernels(const oar::sdk::KernelRegistrar& registrar) {
-  register_op(registrar, "transpose", transpose_kernel, same_signatures(ops::kAll, 1, 1));
-  register_op(registrar, "slice", slice_kernel, same_signatures(ops::kAll, 1, 1));
+  // Element moves: every dtype of each schema (the narrow integers included).
+  auto dtypes = [](const char* op) { return ops::find_schema(op)->dtypes; };
+  register_op(registrar, "transpose", transpose_kernel, same_signatures(dtypes("transpose"), 1, 1));
+  register_op(registrar, "slice", slice_kernel, same_signatures(dtypes("slice"), 1, 1));
   std::vector<std::vector<DLDataType>> concat;
   for (size_t n = 1; n <= kMaxConcatInputs; ++n) {
-    for (auto& signature : same_signatures(ops::kAll, n, 1)) concat.push_back(signature);
+    for (auto& signature : same_signatures(dtypes("concat"), n, 1)) concat.push_back(signature);
   }
   register_op(registrar, "concat", concat_kernel, concat);
-  register_op(registrar, "index_select", index_select_kernel, indexed_signatures(ops::kAll));
-  register_op(registrar, "gather", gather_kernel, indexed_signatures(ops::kAll));
+  register_op(registrar, "index_select", index_select_kernel,
+              indexed_signatures(dtypes("index_select")));
+  register_op(registrar, "gather", gather_kernel, indexed_signatures(dtypes("gather")));
   register_op(registrar, "embedding", embedding_kernel, indexed_signatures(ops::kNumbers));
 }
 

@@ -1,11 +1,12 @@
 // What every OAR compute shader shares: the push constants, the parameter
 // block, the per-stream error word, dtype storage and conversions.
 //
-// Dtypes are numbered 1 f16, 2 bf16, 3 f32, 4 i32, 5 i64, 6 bool and passed
-// as -D defines; f16 and bf16 are stored as uint16 and computed in f32 with
-// the conversions below (round to nearest even, done by hand so that no
-// driver rounding mode or denormal flushing is involved), bool is one byte
-// and computed as int 0/1.
+// Dtypes are numbered 1 f16, 2 bf16, 3 f32, 4 i32, 5 i64, 6 bool, 7 i8, 8 u8,
+// 9 i16 and passed as -D defines; f16 and bf16 are stored as uint16 and
+// computed in f32 with the conversions below (round to nearest even, done by
+// hand so that no driver rounding mode or denormal flushing is involved), bool
+// is one byte and computed as int 0/1, i8/u8/i16 are computed as int and
+// stored as their low bits (wrapping).
 #extension GL_EXT_shader_explicit_arithmetic_types : require
 #extension GL_EXT_shader_8bit_storage : require
 #extension GL_EXT_shader_16bit_storage : require
@@ -48,12 +49,18 @@ uint thread_count() { return gl_NumWorkGroups.x * gl_WorkGroupSize.x; }
 #define STORAGE_4 int
 #define STORAGE_5 int64_t
 #define STORAGE_6 uint8_t
+#define STORAGE_7 int8_t
+#define STORAGE_8 uint8_t
+#define STORAGE_9 int16_t
 #define COMPUTE_1 float
 #define COMPUTE_2 float
 #define COMPUTE_3 float
 #define COMPUTE_4 int
 #define COMPUTE_5 int64_t
 #define COMPUTE_6 int
+#define COMPUTE_7 int
+#define COMPUTE_8 int
+#define COMPUTE_9 int
 
 float half_to_float(uint bits) {
   uint sign = (bits & 0x8000u) << 16;
@@ -102,12 +109,18 @@ uint float_to_bf16(float value) {
 #define FROM_4(x) (x)
 #define FROM_5(x) (x)
 #define FROM_6(x) (uint(x) != 0u ? 1 : 0)
+#define FROM_7(x) int(x)
+#define FROM_8(x) int(uint(x))
+#define FROM_9(x) int(x)
 #define TO_1(x) uint16_t(float_to_half(x))
 #define TO_2(x) uint16_t(float_to_bf16(x))
 #define TO_3(x) (x)
 #define TO_4(x) (x)
 #define TO_5(x) (x)
 #define TO_6(x) uint8_t((x) != 0 ? 1 : 0)
+#define TO_7(x) int8_t(x)
+#define TO_8(x) uint8_t(uint(x))
+#define TO_9(x) int16_t(x)
 
 // TENSOR(binding, dtype, name) declares buffer |name| with load_name(i) and
 // store_name(i, value) in the dtype's compute type; raw access is name.v[i].

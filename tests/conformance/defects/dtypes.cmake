@@ -1,0 +1,6 @@
+# Defect variants of the narrow integer dtypes (i8, u8, i16): each must be
+# refused, by a test of the operator and dtype it breaks.
+oar_add_defect(dtypes_small_int_add_saturates FILTER "ops/add/i8/*" EXPECT not_certified
+               AREA ops OPS add DTYPE i8)
+oar_add_defect(dtypes_u8_ordered_as_i8 FILTER "ops/maximum/u8/*,ops/lt/u8/*" EXPECT not_certified
+               AREA ops OPS "maximum|lt" DTYPE u8)
