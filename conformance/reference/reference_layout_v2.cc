@@ -1,5 +1,6 @@
 // The reference implementation of the operators of core/ops/schema_layout_v2.cc:
 // plain loops in double (int64 for integers), written from docs/ops.md.
+#include <cmath>
 #include <string>
 
 #include "conformance/reference/reference_parts.h"
@@ -142,6 +143,25 @@ void scatter(Ctx& c, bool add) {
   }
 }
 
+// y[i] = start + i * step: in f64 for floats (rounded once when stored);
+// exactly, wrapping, for integers, whose start and step must be integers.
+void arange(Ctx& c) {
+  HostTensor& y = c.y();
+  const double start = c.attrs.get_float("start"), step = c.attrs.get_float("step");
+  if (is_float(y.dtype)) {
+    for (int64_t i = 0; i < y.numel(); ++i) y.set(i, start + double(i) * step);
+    return;
+  }
+  if (std::trunc(start) != start || std::trunc(step) != step || std::fabs(start) >= 0x1p63 ||
+      std::fabs(step) >= 0x1p63) {
+    fail(OAR_STATUS_INVALID_ARGUMENT,
+         "arange: an integer dtype needs integer start and step within int64");
+  }
+  for (int64_t i = 0; i < y.numel(); ++i) {
+    y.set_int(i, add_wrap(int64_t(start), mul_wrap(i, int64_t(step))));
+  }
+}
+
 }  // namespace
 
 void add_layout_v2_references(ReferenceTable& table) {
@@ -153,6 +173,7 @@ void add_layout_v2_references(ReferenceTable& table) {
   table["one_hot"] = one_hot;
   table["scatter"] = [](Ctx& c) { scatter(c, false); };
   table["scatter_add"] = [](Ctx& c) { scatter(c, true); };
+  table["arange"] = arange;
 }
 
 }  // namespace oar::conformance::ref

@@ -36,7 +36,13 @@ std::vector<Tensor> call(Stream& stream, std::string_view op,
                     " has no inputs to infer a shape from; dispatch it "
                     "with an output tensor");
   }
-  DLDataType data_dtype = in[schema.rule == DtypeRule::kWhere ? 1 : 0].dtype;
+  // An operator without inputs (arange) takes its dtype from the caller.
+  if (in.empty() && out_dtype.bits == 0) {
+    throw Error(OAR_STATUS_INVALID_ARGUMENT,
+                std::string(schema.name) + " has no inputs: give call() the output dtype");
+  }
+  DLDataType data_dtype =
+      in.empty() ? out_dtype : in[schema.rule == DtypeRule::kWhere ? 1 : 0].dtype;
   std::vector<DLDataType> dtypes = output_dtypes(schema, data_dtype);
   if (out_dtype.bits != 0) dtypes[0] = out_dtype;
   std::vector<Tensor> outputs;

@@ -1,5 +1,6 @@
 // Schema entries and shape rules of the operator set v2 creation and layout: pad, flip, tril/triu,
 // arange, one_hot, expand, scatter (issue 14). docs/ops.md states their semantics.
+#include <cmath>
 #include <string>
 
 #include "core/ops/schema_parts.h"
@@ -150,6 +151,24 @@ Shapes scatter_shape(const OpSchema& schema, const Shapes& in, const Attrs& attr
   return {x};
 }
 
+// arange: no inputs; the length ceil((end - start) / step) from the
+// attributes, computed in f64 (0 when it is not positive).
+Shapes arange_shape(const OpSchema& schema, const Shapes& in, const Attrs& attrs) {
+  (void)in;
+  const double start = attrs.get_float("start"), end = attrs.get_float("end"),
+               step = attrs.get_float("step");
+  if (!std::isfinite(start) || !std::isfinite(end) || !std::isfinite(step)) {
+    fail(schema, "start, end and step must be finite");
+  }
+  if (step == 0) fail(schema, "step must not be 0");
+  const double length = std::ceil((end - start) / step);
+  if (!(length <= 0x1p62)) {
+    fail(schema, "the length of [" + std::to_string(start) + ", " + std::to_string(end) +
+                     ") in steps of " + std::to_string(step) + " overflows 64-bit sizes");
+  }
+  return {{length > 0 ? int64_t(length) : 0}};
+}
+
 }  // namespace
 
 void add_layout_v2_schemas(std::vector<OpSchema>& s) {
@@ -232,6 +251,18 @@ void add_layout_v2_schemas(std::vector<OpSchema>& s) {
   scatter_add.dtypes = kNumbers;
   scatter_add.summary = "y = x, then y[p with p[axis] = index[p]] += src[p], in index order";
   s.push_back(scatter_add);
+  OpSchema arange{"arange",
+                  "creation",
+                  {},
+                  {"y"},
+                  {float_attr("start", 0.0), required("end", kFloat), float_attr("step", 1.0)},
+                  kNumbers,
+                  DtypeRule::kSame,
+                  -1,
+                  "y[i] = start + i * step for i < ceil((end - start) / step); y's dtype is the "
+                  "caller's"};
+  arange.shape_fn = arange_shape;
+  s.push_back(arange);
 }
 
 }  // namespace oar::ops::detail

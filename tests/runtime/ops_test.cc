@@ -79,6 +79,18 @@ TEST_F(OpsTest, UnknownOperatorIsNotFound) {
   error_of(OAR_STATUS_NOT_FOUND, [&] { ops::call(device().default_stream(), "nope", {&x}); });
 }
 
+TEST_F(OpsTest, CallOfAnOperatorWithoutInputsTakesTheCallersDtype) {
+  Stream& stream = device().default_stream();
+  std::vector<Tensor> y = ops::call(
+      stream, "arange", {}, {Attr("start", 1.0), Attr("end", 2.0), Attr("step", 0.25)}, dtype::f32);
+  ASSERT_EQ(y.size(), 1u);
+  EXPECT_EQ(y[0].shape(), (std::vector<int64_t>{4}));
+  EXPECT_EQ(values_of(device(), y[0]), (std::vector<float>{1, 1.25, 1.5, 1.75}));
+  std::string message = error_of(OAR_STATUS_INVALID_ARGUMENT,
+                                 [&] { ops::call(stream, "arange", {}, {Attr("end", 2.0)}); });
+  EXPECT_NE(message.find("output dtype"), std::string::npos) << message;
+}
+
 TEST_F(OpsTest, EveryOperatorOfTheSetHasACpuKernel) {
   // The cpu plugin registers at least one kernel for every schema operator.
   for (const ops::OpSchema& schema : ops::schemas()) {

@@ -1,5 +1,6 @@
 // The operator suite's cases for the operators of core/ops/schema_layout_v2.cc.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -199,6 +200,47 @@ std::vector<OpCase> scatter_cases(const std::string& op, DLDataType dt) {
   return cases;
 }
 
+// No inputs: the output's dtype is the case's, and its length (which the
+// harness allocates, as for fill) is worked out here from docs/ops.md:
+// ceil((end - start) / step), 0 when not positive.
+std::vector<OpCase> arange_cases(DLDataType dt) {
+  struct Range {
+    const char* name;
+    double start, end, step;
+    bool floats_only;
+  };
+  const Range table[] = {
+      {"zero_to_10", 0, 10, 1, false},
+      {"integer_step_3", -7, 20, 3, false},
+      {"negative_step", 5, -6, -2, false},
+      {"length_rounds_up", 0, 10, 3, false},
+      {"end_equals_start_is_empty", 3, 3, 1, false},
+      {"end_before_start_is_empty", 5, 1, 1, false},
+      {"fractional_step", 0.5, 3.75, 0.25, true},
+      {"fractional_length_rounds_up", 0, 1, 0.3, true},
+      {"negative_fractional_step", 2, -3, -0.5, true},
+      {"large_1M", 0, 1 << 20, 1, false},
+      // Integers past f32's 24 bits: a kernel that computes in float is off.
+      {"beyond_f32_precision", 1e9 + 1, 1e9 + 3001, 3, false},
+      {"large_1M_fine_step", -1, 1023, 1.0 / 1024, true},
+  };
+  std::vector<OpCase> cases;
+  for (const Range& r : table) {
+    if (r.floats_only && !is_float(dt)) continue;
+    OpCase c =
+        make_case(r.name, {}, {attr("start", r.start), attr("end", r.end), attr("step", r.step)});
+    c.out_dtype = dt;
+    const double length = std::ceil((r.end - r.start) / r.step);
+    c.fill_shape = {length > 0 ? int64_t(length) : 0};
+    cases.push_back(std::move(c));
+  }
+  OpCase defaults = make_case("default_start_and_step", {}, {attr("end", 7.0)});
+  defaults.out_dtype = dt;
+  defaults.fill_shape = {7};
+  cases.push_back(std::move(defaults));
+  return cases;
+}
+
 }  // namespace
 
 std::optional<std::vector<OpCase>> layout_v2_cases(const ops::OpSchema& schema, DLDataType dtype,
@@ -210,10 +252,13 @@ std::optional<std::vector<OpCase>> layout_v2_cases(const ops::OpSchema& schema, 
   if (op == "pad") return pad_cases(dtype);
   if (op == "one_hot") return one_hot_cases(dtype, claimed);
   if (op == "scatter" || op == "scatter_add") return scatter_cases(op, dtype);
+  if (op == "arange") return arange_cases(dtype);
   return std::nullopt;
 }
 
 std::optional<Family> layout_v2_family(const ops::OpSchema& schema) {
+  // start + i * step: one rounding in the device's compute type (integers exact).
+  if (std::string(schema.name) == "arange") return Family::kArith;
   if (in_set(schema.name,
              {"flip", "tril", "triu", "expand", "pad", "one_hot", "scatter", "scatter_add"}))
     return Family::kExact;

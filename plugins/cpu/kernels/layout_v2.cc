@@ -282,6 +282,37 @@ void scatter_kernel(KernelContext& context) {
   });
 }
 
+// start + i * step: one fma in f32 (f16, bf16, f32) or f64, rounded once when
+// stored; integers in wrapping int64 arithmetic from integer start and step.
+void arange_kernel(KernelContext& context) {
+  const View y = context.outputs[0];
+  const double start = context.attrs.get_float("start"), step = context.attrs.get_float("step");
+  const bool integer = y.dtype == dtype::i32 || y.dtype == dtype::i64;
+  oar::sdk::require(!integer || (std::trunc(start) == start && std::trunc(step) == step &&
+                                 std::fabs(start) < 0x1p63 && std::fabs(step) < 0x1p63),
+                    OAR_STATUS_INVALID_ARGUMENT,
+                    "arange: an integer dtype needs integer start and step within int64");
+  const int64_t n = y.numel();
+  if (n == 0) return;
+  launch(context.call, [=] {
+    with_dtype<ops::kNumbers>(y.dtype, [&](auto type) {
+      using T = decltype(type);
+      T* out = y.ptr<T>();
+#pragma omp parallel for if (n > 2 * kGrain) schedule(static)
+      for (int64_t i = 0; i < n; ++i) {
+        if constexpr (std::is_integral_v<T>) {
+          const uint64_t v = uint64_t(int64_t(start)) + uint64_t(i) * uint64_t(int64_t(step));
+          out[i] = T(int64_t(v));
+        } else if constexpr (std::is_same_v<T, double>) {
+          out[i] = std::fma(double(i), step, start);
+        } else {
+          store(out + i, std::fma(float(i), float(step), float(start)));
+        }
+      }
+    });
+  });
+}
+
 // (data, index, src) -> data signatures for data dtypes |bits|.
 std::vector<std::vector<DLDataType>> scatter_signatures(uint32_t bits) {
   std::vector<std::vector<DLDataType>> result;
@@ -305,6 +336,7 @@ void register_layout_v2_kernels(const oar::sdk::KernelRegistrar& registrar,
     for (DLDataType t : ops::dtypes_in(ops::kAll)) one_hot.push_back({i, t});
   }
   register_op(registrar, "one_hot", one_hot_kernel, one_hot, 0, table);
+  register_op(registrar, "arange", arange_kernel, same_signatures(ops::kNumbers, 0, 1), 0, table);
   register_op(registrar, "scatter", scatter_kernel, scatter_signatures(ops::kAll), 0, table);
   register_op(registrar, "scatter_add", scatter_kernel, scatter_signatures(ops::kNumbers), 0,
               table);

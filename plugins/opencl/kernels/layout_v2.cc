@@ -186,6 +186,25 @@ void scatter_body(KernelContext& context) {
                   context.error_flag()});
 }
 
+// start + i * step (see layout_v2.cl); integers need integer start and step.
+void arange_body(KernelContext& context) {
+  const View& y = context.outputs[0];
+  const double start = context.attrs.get_float("start"), step = context.attrs.get_float("step");
+  const bool integer = y.dtype == dtype::i32 || y.dtype == dtype::i64;
+  oar::sdk::require(!integer || (std::trunc(start) == start && std::trunc(step) == step &&
+                                 std::fabs(start) < 0x1p63 && std::fabs(step) < 0x1p63),
+                    OAR_STATUS_INVALID_ARGUMENT,
+                    "arange: an integer dtype needs integer start and step within int64");
+  const int64_t n = y.numel();
+  if (n == 0) return;
+  const int64_t istart = integer ? int64_t(start) : 0, istep = integer ? int64_t(step) : 0;
+  const float fstart = float(start), fstep = float(step);
+  cl_ulong yo = y.offset;
+  context.launch(Source::kLayoutV2, y.dtype, "arange", n,
+                 {y.memory, yo, n, fstart, fstep, real_arg(context.real(start)),
+                  real_arg(context.real(step)), istart, istep});
+}
+
 std::vector<std::vector<DLDataType>> scatter_signatures(uint32_t bits) {
   std::vector<std::vector<DLDataType>> result;
   for (DLDataType t : ops::dtypes_in(bits)) {
@@ -207,6 +226,7 @@ void register_layout_v2_kernels(const oar::sdk::KernelRegistrar& registrar) {
     for (DLDataType t : ops::dtypes_in(ops::kAll)) one_hot.push_back({i, t});
   }
   register_op(registrar, "one_hot", one_hot_body, one_hot);
+  register_op(registrar, "arange", arange_body, same_signatures(ops::kNumbers, 0, 1));
   register_op(registrar, "scatter", scatter_body, scatter_signatures(ops::kAll));
   register_op(registrar, "scatter_add", scatter_body, scatter_signatures(ops::kNumbers));
 }

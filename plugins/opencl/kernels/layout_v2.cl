@@ -64,3 +64,19 @@ ONE_HOT(i64)
   }
 SCATTER(i32)
 SCATTER(i64)
+
+// ---- arange: y[i] = start + i * step -----------------------------------------
+// One fma in f32 (f16, bf16, f32) or f64, rounded once when stored; integers
+// in wrapping 64-bit arithmetic from the host's integer start and step.
+__kernel void arange(gptr y, ulong yo, long n, float fstart, float fstep, real_arg start,
+                     real_arg step, long istart, long istep) {
+  long i = get_global_id(0);
+  if (i >= n) return;
+#if defined(IS_INT)
+  ST(y + yo, i, (CX)(long)((ulong)istart + (ulong)i * (ulong)istep));
+#elif defined(X_F64)
+  ST(y + yo, i, fma((double)i, (double)step, (double)start));
+#else
+  ST(y + yo, i, fma((float)i, fstep, fstart));
+#endif
+}

@@ -197,6 +197,32 @@ void scatter_kernel(KernelContext& c) {
            uint64_t(lines));
 }
 
+// start + i * step (layout_v2_arange.comp); integers need integer start and step.
+void arange_kernel(KernelContext& c) {
+  const TensorRef& y = c.outputs[0];
+  const double start = c.attrs.get_float("start"), step = c.attrs.get_float("step");
+  const bool integer = y.dtype == dtype::i32 || y.dtype == dtype::i64;
+  oar::sdk::require(!integer || (std::trunc(start) == start && std::trunc(step) == step &&
+                                 std::fabs(start) < 0x1p63 && std::fabs(step) < 0x1p63),
+                    OAR_STATUS_INVALID_ARGUMENT,
+                    "arange: an integer dtype needs integer start and step within int64");
+  const int64_t n = y.numel();
+  if (n == 0) return;
+  const uint64_t istart = integer ? uint64_t(int64_t(start)) : 0;
+  const uint64_t istep = integer ? uint64_t(int64_t(step)) : 0;
+  Params p;
+  p.add(n);
+  p.add(y.offset);
+  p.add_float(float(start));
+  p.add_float(float(step));
+  p.add(int64_t(uint32_t(istart)));
+  p.add(int64_t(uint32_t(istart >> 32)));
+  p.add(int64_t(uint32_t(istep)));
+  p.add(int64_t(uint32_t(istep >> 32)));
+  dispatch(c.stream, module_name("layout_v2_arange", {y.dtype}), 0, {{3, y.buffer()}}, p.data(),
+           p.size(), uint64_t(n));
+}
+
 std::vector<std::vector<DLDataType>> scatter_signatures(uint32_t bits) {
   std::vector<std::vector<DLDataType>> result;
   for (DLDataType t : ops::dtypes_in(bits & kSupported)) {
@@ -218,6 +244,7 @@ void register_layout_v2_kernels(const oar::sdk::KernelRegistrar& registrar) {
     for (DLDataType t : ops::dtypes_in(ops::kAll & kSupported)) one_hot.push_back({i, t});
   }
   register_op(registrar, "one_hot", one_hot_kernel, one_hot);
+  register_op(registrar, "arange", arange_kernel, same_signatures(ops::kNumbers, 0, 1));
   register_op(registrar, "scatter", scatter_kernel, scatter_signatures(ops::kAll));
   register_op(registrar, "scatter_add", scatter_kernel, scatter_signatures(ops::kNumbers));
 }

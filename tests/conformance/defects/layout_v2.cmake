@@ -17,3 +17,6 @@ oar_add_defect(layout_v2_scatter_first_wins FILTER "ops/scatter/f32/*" EXPECT no
                AREA ops OPS scatter DTYPE f32 ID_REGEX "repeated_index_in_order")
 oar_add_defect(layout_v2_scatter_add_race FILTER "ops/scatter_add/f32/*" EXPECT not_certified
                AREA ops OPS scatter_add DTYPE f32 ID_REGEX "repeated_index_in_order")
+# Integer arange through f32: exact below 2^24 only.
+oar_add_defect(layout_v2_arange_int_via_float FILTER "ops/arange/i32/*,ops/arange/i64/*"
+               EXPECT not_certified AREA ops OPS arange ID_REGEX "beyond_f32_precision")
