@@ -1,5 +1,6 @@
 // The reference implementation of the operators of core/ops/schema_optimizer.cc:
 // plain loops in double, written from docs/ops.md ("Optimizer steps").
+#include <algorithm>
 #include <cmath>
 
 #include "conformance/reference/reference_parts.h"
@@ -50,12 +51,43 @@ void adam(Ctx& c, bool decoupled) {
   }
 }
 
+// grad_norm: the norm of every element of every input together.
+void grad_norm(Ctx& c) {
+  const double p = c.attrs.get_float("norm_type");
+  double total = 0;
+  bool nan = false;
+  for (const HostTensor& g : c.in) {
+    for (double v : values(g)) {
+      nan |= std::isnan(v);
+      const double a = std::fabs(v);
+      if (std::isinf(p)) {
+        total = std::max(total, a);
+      } else {
+        total += p == 1 ? a : a * a;
+      }
+    }
+  }
+  if (p == 2) total = std::sqrt(total);
+  c.out[0].set(0, nan ? kNaN : total);
+}
+
+// clip_grad_norm: grad * min(1, max_norm / (total_norm + eps)); NaN stays NaN.
+void clip_grad_norm(Ctx& c) {
+  const double total = c.in[1].get(0);
+  const double coefficient = c.attrs.get_float("max_norm") / (total + c.attrs.get_float("eps"));
+  const double scale = std::isnan(coefficient) ? kNaN : std::min(1.0, coefficient);
+  const std::vector<double> g = values(c.in[0]);
+  for (size_t i = 0; i < g.size(); ++i) c.out[0].set(int64_t(i), g[i] * scale);
+}
+
 }  // namespace
 
 void add_optimizer_references(ReferenceTable& table) {
   table["sgd"] = sgd;
   table["adam"] = [](Ctx& c) { adam(c, false); };
   table["adamw"] = [](Ctx& c) { adam(c, true); };
+  table["grad_norm"] = grad_norm;
+  table["clip_grad_norm"] = clip_grad_norm;
 }
 
 }  // namespace oar::conformance::ref

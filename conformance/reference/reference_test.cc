@@ -546,9 +546,11 @@ Case case_for(const ops::OpSchema& s) {
   if (name == "conv2d_grad_weight")
     set({{1, 2, 4, 4}, {1, 2, 4, 4}}),
         c.attrs.i("groups", 2).ints("padding", {1}).ints("kernel_size", {3, 3});
-  if (category == "grad") set({{2, 3}, {2, 3}});  // dy and x (or y): one shape
-  if (category == "optimizer")                    // param, grad, state...: one shape
+  if (category == "grad") set({{2, 3}, {2, 3}});           // dy and x (or y): one shape
+  if (name == "sgd" || name == "adam" || name == "adamw")  // param, grad, state...: one shape
     set(std::vector<Shape>(s.inputs.size(), Shape{2, 3})), c.attrs.f("lr", 0.1).i("step", 1);
+  if (name == "grad_norm") set({{2, 3}, {3}});
+  if (name == "clip_grad_norm") set({{2, 3}, {}}), c.attrs.f("max_norm", 1);
   if (name == "flip" || name == "tril" || name == "triu") set({{2, 3}});  // layout_v2
   if (name == "expand") set({{1, 3}}), c.attrs.ints("shape", {2, 3});
   if (name == "pad") set({{2, 3}}), c.attrs.ints("pads", {1, 0, 0, 1}).s("mode", "reflect");
@@ -571,11 +573,15 @@ TEST(ReferenceCoverageTest, EveryOperatorRunsOnEveryDtype) {
       for (size_t i = 0; i < c.shapes.size(); ++i) {
         const bool index = int(i) == s.index_input;
         const bool cond = s.rule == ops::DtypeRule::kWhere && i == 0;
-        // Optimizer state (inputs after param and grad): f32 for f16/bf16 params.
-        const bool state = std::string(s.category) == "optimizer" && i >= 2;
+        // Optimizer state and total_norm (inputs other than param and grad):
+        // f32 for f16/bf16 params, else the param's dtype.
+        const std::string input_name = i < s.inputs.size() ? s.inputs[i].name : "grads";
+        const bool state = std::string(s.category) == "optimizer" && input_name != "param" &&
+                           input_name != "grad" && input_name != "grads";
+        const DLDataType state_dtype = t == dtype::f64 ? dtype::f64 : dtype::f32;
         HostTensor x = HostTensor::zeros(c.shapes[i], index   ? dtype::i64
                                                       : cond  ? dtype::boolean
-                                                      : state ? ops::output_dtypes(s, t)[1]
+                                                      : state ? state_dtype
                                                               : t);
         for (int64_t e = 0; e < x.numel(); ++e) {
           (index || cond) ? x.set_int(e, e % 2) : x.set(e, double((e * 7) % 11) * 0.25 - 1);

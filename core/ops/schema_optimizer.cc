@@ -106,6 +106,57 @@ OpSchema adam_like(const char* name, double weight_decay, const char* summary) {
   return schema;
 }
 
+// grad_norm: one or more gradients of one float dtype; the norm is f32 (f64
+// for f64 gradients).
+void check_norm_dtypes(const OpSchema& schema, const DLTensor* inputs, size_t num_inputs,
+                       const DLTensor* outputs, size_t num_outputs) {
+  (void)num_outputs;
+  const DLDataType g = inputs[0].dtype;
+  if ((dtype_bit(g) & schema.dtypes) == 0) fail(schema, "does not take " + dtype_name(g));
+  for (size_t i = 1; i < num_inputs; ++i) {
+    if (!(inputs[i].dtype == g)) fail(schema, "every gradient must be " + dtype_name(g));
+  }
+  if (!(outputs[0].dtype == state_dtype(g))) {
+    fail(schema, "total_norm must be " + dtype_name(state_dtype(g)) + " for " + dtype_name(g) +
+                     " gradients");
+  }
+}
+std::vector<DLDataType> norm_dtypes(const OpSchema&, DLDataType g) { return {state_dtype(g)}; }
+
+std::vector<Shape> norm_shapes(const OpSchema& schema, const std::vector<Shape>&,
+                               const Attrs& attrs) {
+  const double p = attrs.get_float("norm_type");
+  if (!(p == 1 || p == 2 || (std::isinf(p) && p > 0))) {
+    fail(schema, "norm_type must be 1, 2 or inf, got " + std::to_string(p));
+  }
+  return {Shape{}};
+}
+
+// clip_grad_norm: grad (a float dtype), total_norm (its state dtype).
+void check_clip_dtypes(const OpSchema& schema, const DLTensor* inputs, size_t,
+                       const DLTensor* outputs, size_t) {
+  const DLDataType g = inputs[0].dtype;
+  if ((dtype_bit(g) & schema.dtypes) == 0) fail(schema, "does not take " + dtype_name(g));
+  if (!(inputs[1].dtype == state_dtype(g))) {
+    fail(schema, "total_norm must be " + dtype_name(state_dtype(g)) + " for " + dtype_name(g) +
+                     " gradients");
+  }
+  if (!(outputs[0].dtype == g)) fail(schema, "grad_out must have grad's dtype " + dtype_name(g));
+}
+std::vector<DLDataType> clip_dtypes(const OpSchema&, DLDataType g) { return {g}; }
+
+std::vector<Shape> clip_shapes(const OpSchema& schema, const std::vector<Shape>& inputs,
+                               const Attrs& attrs) {
+  if (!inputs[1].empty()) {
+    fail(schema, "total_norm must be a scalar (rank 0), got " + shape_text(inputs[1]));
+  }
+  const double max_norm = attrs.get_float("max_norm"), eps = attrs.get_float("eps");
+  if (!(max_norm >= 0) || !(std::isfinite(eps) && eps >= 0)) {
+    fail(schema, "max_norm must be >= 0 and eps finite and >= 0");
+  }
+  return {inputs[0]};
+}
+
 }  // namespace
 
 void add_optimizer_schemas(std::vector<OpSchema>& s) {
@@ -126,6 +177,32 @@ void add_optimizer_schemas(std::vector<OpSchema>& s) {
   s.push_back(std::move(sgd));
   s.push_back(adam_like("adam", 0, "one Adam step (L2 weight decay added to the gradient)"));
   s.push_back(adam_like("adamw", 0.01, "one AdamW step (decoupled weight decay)"));
+  OpSchema norm{"grad_norm",
+                "optimizer",
+                {{"grads", false, true}},
+                {"total_norm"},
+                {float_attr("norm_type", 2)},
+                kFloats,
+                DtypeRule::kCustom,
+                -1,
+                "the norm of all gradients together (1, 2 or inf)"};
+  norm.shape_fn = &norm_shapes;
+  norm.check_dtypes_fn = &check_norm_dtypes;
+  norm.output_dtypes_fn = &norm_dtypes;
+  s.push_back(std::move(norm));
+  OpSchema clip{"clip_grad_norm",
+                "optimizer",
+                {{"grad"}, {"total_norm"}},
+                {"grad_out"},
+                {required("max_norm", kFloat), float_attr("eps", 1e-6)},
+                kFloats,
+                DtypeRule::kCustom,
+                -1,
+                "grad scaled by min(1, max_norm / (total_norm + eps))"};
+  clip.shape_fn = &clip_shapes;
+  clip.check_dtypes_fn = &check_clip_dtypes;
+  clip.output_dtypes_fn = &clip_dtypes;
+  s.push_back(std::move(clip));
 }
 
 }  // namespace oar::ops::detail

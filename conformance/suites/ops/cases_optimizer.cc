@@ -93,6 +93,73 @@ std::vector<OpCase> adam_cases(DLDataType dt, bool decoupled) {
   };
 }
 
+std::vector<OpCase> grad_norm_cases(DLDataType dt) {
+  auto c = [&](const char* name, std::vector<Shape> shapes, double norm_type = 2,
+               bool transposed = false, Domain domain = uniform(-1, 1)) {
+    std::vector<InputSpec> in;
+    for (Shape& shape : shapes) in.push_back(spec(std::move(shape), dt, domain, transposed));
+    return make_case(name, std::move(in), {attr("norm_type", norm_type)});
+  };
+  std::vector<Shape> many(32, Shape{5, 3});
+  std::vector<OpCase> cases = {
+      c("one_13x31", {{13, 31}}),
+      c("three_tensors_of_three_ranks", {{13, 31}, {7}, {}}),
+      c("l1", {{13, 31}, {7}}, 1),
+      c("inf", {{13, 31}, {7}}, kInf),
+      c("with_an_empty_tensor", {{0, 5}, {7}, {3, 4}}),
+      c("all_empty_is_zero", {{0}, {0, 3}}),
+      c("scalars", {{}, {}}),
+      c("noncontiguous", {{13, 31}, {9, 4}}, 2, true),
+      c("large_and_small", {kLarge1d, {3}}),
+      c("large_inf", {kLarge1d}, kInf),
+      c("32_tensors", many),
+      // 1000 squares of ~200 pass f16's largest value (65504) early.
+      c("squares_beyond_f16_range", {{1000}}, 2, false, away_from_zero(150, 250)),
+  };
+  for (double norm_type : {1.0, 2.0, kInf}) {
+    const std::string suffix = norm_type == 1 ? "l1" : norm_type == 2 ? "l2" : "inf";
+    cases.push_back(
+        make_case("nan_propagates_" + suffix,
+                  {explicit_values({3}, dt, {1, kNaN, 2}), explicit_values({2}, dt, {kInf, 1})},
+                  {attr("norm_type", norm_type)}));
+    cases.push_back(
+        make_case("inf_gives_inf_" + suffix,
+                  {explicit_values({3}, dt, {1, -kInf, 2}), explicit_values({2}, dt, {3, 1})},
+                  {attr("norm_type", norm_type)}));
+  }
+  return cases;
+}
+
+std::vector<OpCase> clip_cases(DLDataType dt) {
+  const DLDataType s = state_of(dt);
+  auto c = [&](const char* name, double total, std::vector<AttrValue> attrs, Shape shape = {13, 31},
+               bool transposed = false) {
+    return make_case(name,
+                     {spec(shape, dt, uniform(-2, 2), transposed), explicit_values({}, s, {total})},
+                     std::move(attrs));
+  };
+  const AttrValue one = attr("max_norm", 1.0);
+  return {
+      c("clipped_by_10", 10, {one}),
+      c("below_max_norm_unchanged", 0.5, {one}),
+      c("at_max_norm", 1, {one}),
+      c("eps_matters_tiny_norms", 1e-6, {attr("max_norm", 1e-6)}),
+      c("eps_0.5", 1, {one, attr("eps", 0.5)}),
+      c("zero_norm_unchanged", 0, {one}),
+      c("scalar", 10, {one}, {}),
+      c("empty", 10, {one}, {0, 31}),
+      c("noncontiguous", 10, {one}, {13, 31}, true),
+      c("large", 3, {one}, kLarge1d),
+      c("nan_norm_gives_nan", kNaN, {one}),
+      // A generated norm, so that the execution-order tests have a case.
+      make_case("generated_norm_2_to_50",
+                {spec({13, 31}, dt, uniform(-2, 2)), spec({}, s, uniform(2, 50))}, {one}),
+      make_case("inf_norm_gives_zeros_and_nan",
+                {explicit_values({5}, dt, {1, -1, 0, kInf, kNaN}), explicit_values({}, s, {kInf})},
+                {one}),
+  };
+}
+
 }  // namespace
 
 std::optional<std::vector<OpCase>> optimizer_cases(const ops::OpSchema& schema, DLDataType dtype,
@@ -101,12 +168,16 @@ std::optional<std::vector<OpCase>> optimizer_cases(const ops::OpSchema& schema, 
   const std::string op = schema.name;
   if (op == "sgd") return sgd_cases(dtype);
   if (op == "adam" || op == "adamw") return adam_cases(dtype, op == "adamw");
+  if (op == "grad_norm") return grad_norm_cases(dtype);
+  if (op == "clip_grad_norm") return clip_cases(dtype);
   return std::nullopt;
 }
 
 std::optional<Family> optimizer_family(const ops::OpSchema& schema) {
   // A few arithmetic operations, a square root and a division per element.
   if (in_set(schema.name, {"sgd", "adam", "adamw"})) return Family::kTranscendental;
+  if (in_set(schema.name, {"grad_norm"})) return Family::kAccumulate;  // a sum of squares
+  if (in_set(schema.name, {"clip_grad_norm"})) return Family::kArith;
   return std::nullopt;
 }
 

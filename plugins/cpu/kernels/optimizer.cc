@@ -4,6 +4,7 @@
 // inputs (the in-place update) or be separate tensors. f16 and bf16
 // parameters are computed in f32 (their state is f32), f64 in f64, and each
 // result is rounded once, when it is stored.
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/kernel.h"
@@ -101,6 +102,68 @@ void adam_kernel(KernelContext& c) {
   });
 }
 
+// grad_norm: sums in double (f64: double too), the NaN of any element wins.
+void grad_norm_kernel(KernelContext& c) {
+  const double p = c.attrs.get_float("norm_type");
+  std::vector<View> grads = c.inputs;
+  View out = c.outputs[0];
+  with_float(grads[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    using S = state_t<T>;
+    launch(c.call, [=] {
+      double total = 0;
+      bool nan = false;
+      for (const View& g : grads) {
+        const T* x = g.ptr<T>();
+        const int64_t n = g.numel();
+        double part = 0;
+        bool part_nan = false;
+        if (std::isinf(p)) {
+#pragma omp parallel for reduction(max : part) reduction(|| : part_nan) if (n > kParallelElements)
+          for (int64_t i = 0; i < n; ++i) {
+            const double a = std::fabs(double(load(x + i)));
+            part_nan = part_nan || std::isnan(a);
+            part = std::max(part, a);
+          }
+          total = std::max(total, part);
+        } else {
+#pragma omp parallel for reduction(+ : part) if (n > kParallelElements)
+          for (int64_t i = 0; i < n; ++i) {
+            const double a = std::fabs(double(load(x + i)));
+            part += p == 1 ? a : a * a;
+          }
+          part_nan = std::isnan(part);
+          total += part;
+        }
+        nan = nan || part_nan;
+      }
+      if (p == 2) total = std::sqrt(total);
+      *out.ptr<S>() = nan ? S(NAN) : S(total);
+    });
+  });
+}
+
+// clip_grad_norm: the scale from total_norm, then one multiplication per
+// element (rounded once).
+void clip_grad_norm_kernel(KernelContext& c) {
+  const double max_norm = c.attrs.get_float("max_norm"), eps = c.attrs.get_float("eps");
+  View g = c.inputs[0], total = c.inputs[1], out = c.outputs[0];
+  const int64_t n = g.numel();
+  if (n == 0) return;
+  with_float(g.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    using S = state_t<T>;
+    launch(c.call, [=] {
+      const S coefficient = S(max_norm) / (*total.ptr<S>() + S(eps));
+      const S scale = std::isnan(coefficient) ? coefficient : std::min(S(1), coefficient);
+      const T* x = g.ptr<T>();
+      T* y = out.ptr<T>();
+#pragma omp parallel for if (n > kParallelElements)
+      for (int64_t i = 0; i < n; ++i) store(y + i, S(load(x + i)) * scale);
+    });
+  });
+}
+
 // Signatures: param and grad of each float dtype, state in state_t.
 std::vector<std::vector<DLDataType>> step_signatures(size_t states) {
   std::vector<std::vector<DLDataType>> all;
@@ -122,6 +185,18 @@ void register_optimizer_kernels(const oar::sdk::KernelRegistrar& registrar,
   register_op(registrar, "sgd", &sgd_kernel, step_signatures(1), 0, table);
   register_op(registrar, "adam", &adam_kernel, step_signatures(2), 0, table);
   register_op(registrar, "adamw", &adam_kernel, step_signatures(2), 0, table);
+  std::vector<std::vector<DLDataType>> norm, clip;
+  for (DLDataType g : ops::dtypes_in(ops::kFloats)) {
+    const DLDataType s = g == dtype::f64 ? dtype::f64 : dtype::f32;
+    for (size_t n = 1; n <= oar::sdk::kMaxVariadicInputs; ++n) {
+      std::vector<DLDataType> signature(n, g);
+      signature.push_back(s);
+      norm.push_back(signature);
+    }
+    clip.push_back({g, s, g});
+  }
+  register_op(registrar, "grad_norm", &grad_norm_kernel, norm, 0, table);
+  register_op(registrar, "clip_grad_norm", &clip_grad_norm_kernel, clip, 0, table);
 }
 
 }  // namespace oar::cpu

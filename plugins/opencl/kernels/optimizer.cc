@@ -4,6 +4,7 @@
 // double, and passed as real_arg (double where the device has fp64).
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "kernels/kernel.h"
 
@@ -68,6 +69,70 @@ void adam_body(KernelContext& c) {
             flags});
 }
 
+// Scratch memory of |bytes|, 8-byte aligned: (buffer, byte offset).
+std::pair<cl_mem, cl_ulong> scratch(KernelContext& c, uint64_t bytes) {
+  oar::sdk::require(c.call->scratch_allocate != nullptr, OAR_STATUS_INTERNAL,
+                    "the kernel call has no scratch allocator");
+  oar_memory_t memory = nullptr;
+  uint64_t offset = 0;
+  oar_status_t status =
+      c.call->scratch_allocate(c.call->scratch_context, bytes + 8, &memory, &offset);
+  oar::sdk::require(status == OAR_STATUS_OK, status, "grad_norm: scratch_allocate failed");
+  return {reinterpret_cast<cl_mem>(memory), (offset + 7) / 8 * 8};
+}
+
+// Partials of kChunk elements per work-item for each gradient, combined
+// kChunk at a time until one pass can finish the norm.
+void grad_norm_body(KernelContext& c) {
+  constexpr int64_t kChunk = 4096;
+  const double p = c.attrs.get_float("norm_type");
+  const cl_int kind = p == 1 ? 0 : p == 2 ? 1 : 2;
+  const DLDataType dtype = c.inputs[0].dtype;
+  int64_t count = 0;
+  for (const View& g : c.inputs) count += (g.numel() + kChunk - 1) / kChunk;
+  auto [a, ao] = scratch(c, uint64_t(count) * 8);
+  cl_long chunk = kChunk;
+  int64_t at = 0;
+  for (const View& g : c.inputs) {
+    const int64_t n = g.numel();
+    if (n == 0) continue;
+    cl_ulong go = g.offset, po = ao + cl_ulong(at) * 8;
+    cl_long elements = n;
+    const int64_t items = (n + kChunk - 1) / kChunk;
+    c.launch(Source::kOptimizer, dtype, "norm_partials", items,
+             {g.memory, go, elements, chunk, a, po, kind});
+    at += items;
+  }
+  cl_mem from = a;
+  cl_ulong from_offset = ao;
+  while (count > kChunk) {
+    const int64_t items = (count + kChunk - 1) / kChunk;
+    auto [b, bo] = scratch(c, uint64_t(items) * 8);
+    cl_long n = count;
+    c.launch(Source::kOptimizer, dtype, "norm_combine", items,
+             {from, from_offset, n, chunk, b, bo, kind});
+    from = b;
+    from_offset = bo;
+    count = items;
+  }
+  const View& y = c.outputs[0];
+  cl_long n = count;
+  cl_ulong yo = y.offset;
+  c.launch(Source::kOptimizer, dtype, "norm_final", 1, {from, from_offset, n, y.memory, yo, kind});
+}
+
+void clip_body(KernelContext& c) {
+  const View &g = c.inputs[0], &total = c.inputs[1], &y = c.outputs[0];
+  const int64_t n = g.numel();
+  if (n == 0) return;
+  cl_ulong go = g.offset, to = total.offset, yo = y.offset;
+  cl_long count = n;
+  c.launch(Source::kOptimizer, g.dtype, "clip_grad_norm", n,
+           {g.memory, go, total.memory, to, y.memory, yo, count,
+            real_arg(c.real(c.attrs.get_float("max_norm"))),
+            real_arg(c.real(c.attrs.get_float("eps")))});
+}
+
 // param and grad of each float dtype; state f32 (f64 for f64 parameters).
 std::vector<std::vector<DLDataType>> step_signatures(size_t states) {
   std::vector<std::vector<DLDataType>> all;
@@ -88,6 +153,18 @@ void register_optimizer_kernels(const oar::sdk::KernelRegistrar& registrar) {
   register_op(registrar, "sgd", sgd_body, step_signatures(1));
   register_op(registrar, "adam", adam_body, step_signatures(2));
   register_op(registrar, "adamw", adam_body, step_signatures(2));
+  std::vector<std::vector<DLDataType>> norm, clip;
+  for (DLDataType g : ops::dtypes_in(ops::kFloats)) {
+    const DLDataType s = g == dtype::f64 ? dtype::f64 : dtype::f32;
+    for (size_t n = 1; n <= oar::sdk::kMaxVariadicInputs; ++n) {
+      std::vector<DLDataType> signature(n, g);
+      signature.push_back(s);
+      norm.push_back(signature);
+    }
+    clip.push_back({g, s, g});
+  }
+  register_op(registrar, "grad_norm", grad_norm_body, norm);
+  register_op(registrar, "clip_grad_norm", clip_body, clip);
 }
 
 }  // namespace oar::opencl

@@ -59,3 +59,54 @@ __kernel void adam(gcptr p, ulong po, gcptr g, ulong go, gcptr m, ulong mo, gcpt
   STS(m_out + m_outo, i, m1);
   STS(v_out + v_outo, i, v1);
 }
+
+// ---- grad_norm: per-chunk partials, combined in passes, then the norm -----
+// kind: 0 the sum of |x| (norm_type 1), 1 the sum of x^2 (2), 2 the largest
+// |x| (inf), a NaN winning. Partials are acc_t (double where the device has
+// fp64) in scratch memory.
+inline acc_t norm_term(acc_t a, int kind) { return kind == 1 ? a * a : a; }
+inline acc_t norm_merge(acc_t s, acc_t t, int kind) {
+  if (kind != 2) return s + t;
+  return (isnan(s) || isnan(t)) ? (acc_t)NAN : fmax(s, t);
+}
+
+__kernel void norm_partials(gcptr x, ulong xo, long n, long chunk, gptr partials, ulong po,
+                            int kind) {
+  long i = get_global_id(0);
+  long begin = i * chunk;
+  if (begin >= n) return;
+  long end = min(n, begin + chunk);
+  acc_t s = 0;
+  for (long j = begin; j < end; ++j) s = norm_merge(s, norm_term(fabs((acc_t)LD(x + xo, j)), kind), kind);
+  ((__global acc_t*)(partials + po))[i] = s;
+}
+
+__kernel void norm_combine(gcptr in, ulong io, long count, long chunk, gptr out, ulong oo,
+                           int kind) {
+  long i = get_global_id(0);
+  long begin = i * chunk;
+  if (begin >= count) return;
+  long end = min(count, begin + chunk);
+  __global const acc_t* p = (__global const acc_t*)(in + io);
+  acc_t s = 0;
+  for (long j = begin; j < end; ++j) s = norm_merge(s, p[j], kind);
+  ((__global acc_t*)(out + oo))[i] = s;
+}
+
+__kernel void norm_final(gcptr in, ulong io, long count, gptr y, ulong yo, int kind) {
+  if (get_global_id(0) != 0) return;
+  __global const acc_t* p = (__global const acc_t*)(in + io);
+  acc_t s = 0;
+  for (long j = 0; j < count; ++j) s = norm_merge(s, p[j], kind);
+  STS(y + yo, 0, (CS)(kind == 1 ? sqrt(s) : s));
+}
+
+// ---- clip_grad_norm: grad * min(1, max_norm / (total_norm + eps)) ----------
+__kernel void clip_grad_norm(gcptr g, ulong go, gcptr total, ulong to, gptr y, ulong yo, long n,
+                             real_arg max_norm_in, real_arg eps_in) {
+  long i = get_global_id(0);
+  if (i >= n) return;
+  CS coefficient = (CS)max_norm_in / (LDS(total + to, 0) + (CS)eps_in);
+  CS scale = isnan(coefficient) ? coefficient : fmin((CS)1, coefficient);
+  ST(y + yo, i, (CX)((CS)LD(g + go, i) * scale));
+}

@@ -7,3 +7,7 @@ oar_add_defect(optimizer_sgd_damped_first_step FILTER "ops/sgd/f32/*"
                EXPECT not_certified AREA ops OPS sgd DTYPE f32 ID_REGEX "first_step")
 oar_add_defect(optimizer_adam_no_bias_correction FILTER "ops/adam/f32/*"
                EXPECT not_certified AREA ops OPS adam DTYPE f32 ID_REGEX "bias_corrected")
+oar_add_defect(optimizer_grad_norm_first_tensor FILTER "ops/grad_norm/f32/*"
+               EXPECT not_certified AREA ops OPS grad_norm DTYPE f32 ID_REGEX "tensors")
+oar_add_defect(optimizer_clip_fmin_drops_nan FILTER "ops/clip_grad_norm/f32/*"
+               EXPECT not_certified AREA ops OPS clip_grad_norm DTYPE f32 ID_REGEX "nan")
