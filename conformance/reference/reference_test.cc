@@ -551,7 +551,8 @@ Case case_for(const ops::OpSchema& s) {
     set(std::vector<Shape>(s.inputs.size(), Shape{2, 3})), c.attrs.f("lr", 0.1).i("step", 1);
   if (name == "grad_norm") set({{2, 3}, {3}});
   if (name == "clip_grad_norm") set({{2, 3}, {}}), c.attrs.f("max_norm", 1);
-  if (name == "flip" || name == "tril" || name == "triu") set({{2, 3}});  // layout_v2
+  if (category == "math") set(std::vector<Shape>(s.inputs.size(), Shape{2, 3}));  // math_v2
+  if (name == "flip" || name == "tril" || name == "triu") set({{2, 3}});          // layout_v2
   if (name == "expand") set({{1, 3}}), c.attrs.ints("shape", {2, 3});
   if (name == "pad") set({{2, 3}}), c.attrs.ints("pads", {1, 0, 0, 1}).s("mode", "reflect");
   if (name == "one_hot") set({{3}}), c.attrs.i("num_classes", 2);
