@@ -56,9 +56,39 @@ int64_t remainder_i(int64_t a, int64_t b) {
   return r;
 }
 
+// cumsum/cumprod along the axis, from the start (or the end with |reverse|);
+// |exclusive| leaves the element itself out. Floats in double, integers wrap.
+void scan(Ctx& c, bool product) {
+  const HostTensor& x = c.x();
+  std::vector<bool> mask(x.shape.size(), false);
+  if (!mask.empty()) mask[size_t(c.axis())] = true;
+  const auto outer = offsets(x.shape, negate(mask)), inner = offsets(x.shape, mask);
+  const bool exclusive = c.attrs.get_bool("exclusive"), reverse = c.attrs.get_bool("reverse");
+  const bool fl = is_float(x.dtype);
+  const size_t n = inner.size();
+  for (int64_t o : outer) {
+    double acc = product ? 1 : 0;
+    int64_t iacc = product ? 1 : 0;
+    for (size_t k = 0; k < n; ++k) {
+      const int64_t i = o + inner[reverse ? n - 1 - k : k];
+      const double before = acc;
+      const int64_t ibefore = iacc;
+      if (fl) {
+        acc = product ? acc * x.get(i) : acc + x.get(i);
+        c.y().set(i, exclusive ? before : acc);
+      } else {
+        iacc = product ? mul_wrap(iacc, x.get_int(i)) : add_wrap(iacc, x.get_int(i));
+        c.y().set_int(i, exclusive ? ibefore : iacc);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void add_math_v2_references(ReferenceTable& table) {
+  table["cumsum"] = [](Ctx& c) { scan(c, false); };
+  table["cumprod"] = [](Ctx& c) { scan(c, true); };
   table["clip"] = [](Ctx& c) { ternary(c, clip_f, clip_i); };
   table["remainder"] = [](Ctx& c) { binary(c, remainder_f, remainder_i); };
   table["fmod"] = [](Ctx& c) { binary(c, fmod_f, fmod_i); };

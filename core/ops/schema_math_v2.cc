@@ -20,6 +20,27 @@ OpSchema elementwise(const char* name, std::vector<TensorSpec> inputs, uint32_t 
   return s;
 }
 
+// Scans: x's shape; |axis| names a dimension (rank 0: axis 0 only).
+std::vector<Shape> scan_rule(const OpSchema& schema, const std::vector<Shape>& in,
+                             const Attrs& attrs) {
+  normalize_axis(schema, attrs.get_int("axis"), int64_t(in[0].size()));
+  return {in[0]};
+}
+
+OpSchema scan(const char* name, const char* summary) {
+  OpSchema s{name,
+             "math",
+             {{"x"}},
+             {"y"},
+             {int_attr("axis", -1), bool_attr("exclusive", false), bool_attr("reverse", false)},
+             kNumbers,
+             DtypeRule::kSame,
+             -1,
+             summary};
+  s.shape_fn = scan_rule;
+  return s;
+}
+
 }  // namespace
 
 void add_math_v2_schemas(std::vector<OpSchema>& s) {
@@ -38,6 +59,8 @@ void add_math_v2_schemas(std::vector<OpSchema>& s) {
   s.push_back(elementwise("bitwise_or", {{"a"}, {"b"}}, kInts | kBool, "y = a | b"));
   s.push_back(elementwise("bitwise_xor", {{"a"}, {"b"}}, kInts | kBool, "y = a ^ b"));
   s.push_back(elementwise("bitwise_not", {{"x"}}, kInts | kBool, "y = ~x (bool: !x)"));
+  s.push_back(scan("cumsum", "y[i] = x[0] + ... + x[i] along axis (exclusive: up to x[i-1])"));
+  s.push_back(scan("cumprod", "y[i] = x[0] * ... * x[i] along axis (exclusive: up to x[i-1])"));
 }
 
 }  // namespace oar::ops::detail

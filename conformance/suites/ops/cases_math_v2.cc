@@ -1,4 +1,5 @@
 // The operator suite's cases for the operators of core/ops/schema_math_v2.cc.
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -180,6 +181,75 @@ std::vector<OpCase> clip_cases(DLDataType dt) {
   return cases;
 }
 
+std::vector<OpCase> scan_cases(const std::string& op, DLDataType dt) {
+  const bool product = op == "cumprod";
+  const bool fl = is_float(dt);
+  // Products: factors near 1 (floats) or +-1 (integers) stay far from
+  // overflow over thousands of terms; the wrap cases below overflow on purpose.
+  const Domain d = product ? (fl ? away_from_zero(0.9, 1.1) : away_from_zero(1, 1))
+                           : (fl ? uniform(-2, 2) : integers(-1000, 1000));
+  std::vector<OpCase> cases;
+  auto add = [&](const char* name, Shape shape, int64_t axis, bool exclusive = false,
+                 bool reverse = false, bool transposed = false,
+                 std::optional<Domain> domain = std::nullopt) {
+    OpCase c =
+        make_case(name, {spec(shape, dt, domain.value_or(d), transposed)},
+                  {attr("axis", axis), attr("exclusive", exclusive), attr("reverse", reverse)});
+    const int64_t a = axis < 0 ? axis + int64_t(shape.size()) : axis;
+    c.k = shape.empty() ? 1 : std::max<int64_t>(shape[size_t(a)], 1);
+    cases.push_back(std::move(c));
+  };
+  add("scalar", {}, 0);
+  add("scalar_exclusive", {}, 0, true);
+  add("empty_rows", {0, 5}, 1);
+  add("empty_axis", {5, 0}, 1, true);
+  add("odd_7", {7}, 0);
+  add("rows_13x31", {13, 31}, -1);
+  add("axis0_13x31", {13, 31}, 0);
+  add("middle_axis_7x13x5", {7, 13, 5}, 1);
+  add("noncontiguous_13x31", {13, 31}, -1, false, false, true);
+  add("exclusive_13x31", {13, 31}, 1, true);
+  add("reverse_13x31", {13, 31}, 1, false, true);
+  add("exclusive_reverse_7x13x5", {7, 13, 5}, 1, true, true);
+  add("reverse_axis0_noncontiguous", {13, 31}, 0, false, true, true);
+  // Long rows of one sign: a running f16/bf16 accumulator loses the small
+  // terms, a plain f32 one drifts past the accumulate tolerance.
+  add("long_rows_16x2048", {16, 2048}, -1, false, false, false,
+      product ? d : (fl ? uniform(0, dt == dtype::f16 ? 0.03 : 1) : d));
+  if (fl && !product) {
+    // 2047 terms of 0.25 after one whose spacing is 1 or more (1024 in f16
+    // and bf16, 2^24 in f32 and f64): a running accumulator of the dtype
+    // never moves (the exact last sum is 1024 + 511.75).
+    std::vector<double> v(2048, 0.25);
+    v[0] = (dt == dtype::f16 || dt == dtype::bf16) ? 1024 : 16777216;
+    cases.push_back(make_case("small_terms_after_a_large_one", {explicit_values({2048}, dt, v)},
+                              {attr("axis", int64_t(0))}));
+  }
+  if (fl) {
+    const double n = kNaN, i = kInf;
+    // An infinity stays in the rest of the row (inf - inf is NaN); a NaN
+    // spreads to the end of its row only.
+    cases.push_back(
+        make_case("nan_inf_rows",
+                  {explicit_values({3, 5}, dt, {1, i, 2, -i, 3, 2, 0.0, i, 3, 1, n, 1, 2, 3, 4})},
+                  {attr("axis", int64_t(-1))}));
+  } else {
+    // Two's complement wrap-around: 20! (and 25!) leave 32 (64) bits, and a
+    // sum of 2^30s leaves 32 bits.
+    std::vector<double> v;
+    for (int k = 1; k <= 25; ++k) v.push_back(product ? k : 1073741824.0);
+    if (dt == dtype::i64 && !product) {
+      cases.push_back(
+          make_case("wraps", {bit_values(dt, {0x7fffffffffffffffull, 1, 0x7fffffffffffffffull, 5})},
+                    {attr("axis", int64_t(0))}));
+    } else {
+      cases.push_back(
+          make_case("wraps", {explicit_values({25}, dt, v)}, {attr("axis", int64_t(0))}));
+    }
+  }
+  return cases;
+}
+
 }  // namespace
 
 std::optional<std::vector<OpCase>> math_v2_cases(const ops::OpSchema& schema, DLDataType dtype,
@@ -192,6 +262,7 @@ std::optional<std::vector<OpCase>> math_v2_cases(const ops::OpSchema& schema, DL
     return binary_cases(op, dtype);
   }
   if (in_set(op, {"logical_not", "bitwise_not"})) return unary_cases(dtype);
+  if (in_set(op, {"cumsum", "cumprod"})) return scan_cases(op, dtype);
   return std::nullopt;
 }
 
@@ -199,6 +270,8 @@ std::optional<Family> math_v2_family(const ops::OpSchema& schema) {
   const std::string op = schema.name;
   // remainder adds b to fmod's exact result: one rounding (kArith).
   if (op == "remainder") return Family::kArith;
+  if (op == "cumsum") return Family::kAccumulate;  // every output a sum of terms
+  if (op == "cumprod") return Family::kProduct;    // rtol grows with the row length
   if (in_set(op, {"clip", "fmod", "logical_and", "logical_or", "logical_xor", "logical_not",
                   "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not"})) {
     return Family::kExact;

@@ -111,6 +111,54 @@ void not_kernel(KernelContext& context) {
   });
 }
 
+// The scans' accumulator: double for floats, the unsigned type for integers.
+template <typename C, bool = std::is_floating_point_v<C>>
+struct Accumulator {
+  using type = double;
+};
+template <typename C>
+struct Accumulator<C, false> {
+  using type = std::make_unsigned_t<C>;
+};
+
+// cumsum/cumprod: one row at a time along the axis (x and y are contiguous),
+// rows shared out across threads. Floats accumulate in double and round once
+// per output; integers wrap in the unsigned type.
+template <bool product>
+void scan_kernel(KernelContext& context) {
+  const View& x = context.inputs[0];
+  const View& y = context.outputs[0];
+  const int axis = oar::sdk::normalize_axis(context.attrs.get_int("axis"), x.ndim, "axis");
+  int64_t before = 1, len = 1, after = 1;
+  for (int d = 0; d < x.ndim; ++d) {
+    (d < axis ? before : d == axis ? len : after) *= x.shape[d];
+  }
+  const bool exclusive = context.attrs.get_bool("exclusive");
+  const bool reverse = context.attrs.get_bool("reverse");
+  with_dtype<ops::kNumbers>(y.dtype, [&](auto t) {
+    using T = decltype(t);
+    using C = compute_t<T>;
+    using A = typename Accumulator<C>::type;
+    const T* px = x.ptr<const T>();
+    T* py = y.ptr<T>();
+    launch(context.call, [=] {
+      const int64_t rows = before * after;
+#pragma omp parallel for if (rows * len > 2 * kGrain) schedule(static)
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t base = r / after * len * after + r % after;
+        A acc = product ? A(1) : A(0);
+        for (int64_t k = 0; k < len; ++k) {
+          const int64_t i = base + (reverse ? len - 1 - k : k) * after;
+          const A v = A(load(px + i));
+          const A next = product ? A(acc * v) : A(acc + v);
+          store(py + i, C(exclusive ? acc : next));
+          acc = next;
+        }
+      }
+    });
+  });
+}
+
 }  // namespace
 
 void register_math_v2_kernels(const oar::sdk::KernelRegistrar& registrar, AllocationTable* table) {
@@ -126,6 +174,8 @@ void register_math_v2_kernels(const oar::sdk::KernelRegistrar& registrar, Alloca
       {"bitwise_or", bitwise_kernel<Bits::kOr>},
       {"bitwise_xor", bitwise_kernel<Bits::kXor>},
       {"bitwise_not", not_kernel},
+      {"cumsum", scan_kernel<false>},
+      {"cumprod", scan_kernel<true>},
   };
   for (const auto& [op, body] : kOps) {
     const ops::OpSchema& schema = *ops::find_schema(op);

@@ -67,6 +67,25 @@ void elementwise_body(KernelContext& context) {
   }
 }
 
+// cumsum/cumprod: one work-item per row (math_v2.cl's m_scan).
+void scan_body(KernelContext& context) {
+  const View& x = context.inputs[0];
+  const View& y = context.outputs[0];
+  if (y.numel() == 0) return;
+  const int axis = normalize_axis(context.attrs.get_int("axis"), x.ndim, "axis");
+  cl_long before = 1, len = 1, after = 1;
+  for (int d = 0; d < x.ndim; ++d) {
+    (d < axis ? before : d == axis ? len : after) *= x.shape[d];
+  }
+  const cl_long rows = before * after;
+  const cl_ulong xo = x.offset, yo = y.offset;
+  const cl_int product = std::string(context.schema.name) == "cumprod";
+  const cl_int exclusive = context.attrs.get_bool("exclusive");
+  const cl_int reverse = context.attrs.get_bool("reverse");
+  context.launch(Source::kMathV2, y.dtype, "m_scan", rows,
+                 {x.memory, xo, y.memory, yo, rows, len, after, product, exclusive, reverse});
+}
+
 }  // namespace
 
 void register_math_v2_kernels(const oar::sdk::KernelRegistrar& registrar) {
@@ -76,6 +95,9 @@ void register_math_v2_kernels(const oar::sdk::KernelRegistrar& registrar) {
     const ops::OpSchema& schema = *ops::find_schema(op);
     register_op(registrar, op, elementwise_body,
                 same_signatures(schema.dtypes, schema.inputs.size(), 1));
+  }
+  for (const char* op : {"cumsum", "cumprod"}) {
+    register_op(registrar, op, scan_body, same_signatures(ops::find_schema(op)->dtypes, 1, 1));
   }
 }
 

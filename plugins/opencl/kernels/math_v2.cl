@@ -70,6 +70,45 @@ inline CX remainder_of(CX a, CX b) {
 
 MAP2(m_fmod, fmod_of(p, q))
 MAP2(m_remainder, remainder_of(p, q))
+
+// ---- cumsum and cumprod: one work-item per row along the axis -------------
+// x and y are contiguous; row r starts at (r / after) * len * after + r % after
+// and steps by |after|. Float sums are compensated (Kahan) in acc_t, so that a
+// device without fp64 stays within the accumulate tolerance over long rows;
+// an infinite partial sum drops the compensation (inf - inf would be NaN).
+// Integers wrap in the unsigned type.
+__kernel void m_scan(gcptr x, ulong xo, gptr y, ulong yo, long rows, long len, long after,
+                     int product, int exclusive, int reverse) {
+  long r = get_global_id(0);
+  if (r >= rows) return;
+  long base = r / after * len * after + r % after;
+#ifdef IS_FLOAT
+  acc_t acc = product ? (acc_t)1 : (acc_t)0;
+  acc_t comp = 0;
+#else
+  UX acc = product ? (UX)1 : (UX)0;
+#endif
+  for (long k = 0; k < len; ++k) {
+    long i = base + (reverse ? len - 1 - k : k) * after;
+#ifdef IS_FLOAT
+    acc_t v = (acc_t)LD(x + xo, i);
+    acc_t next;
+    if (product) {
+      next = acc * v;
+    } else {
+      acc_t term = v - comp;
+      next = acc + term;
+      comp = isinf(next) ? (acc_t)0 : (next - acc) - term;
+    }
+    ST(y + yo, i, (CX)(exclusive ? acc : next));
+#else
+    UX v = (UX)LD(x + xo, i);
+    UX next = product ? acc * v : acc + v;
+    ST(y + yo, i, (CX)(exclusive ? acc : next));
+#endif
+    acc = next;
+  }
+}
 #endif
 
 // ---- logical (bool) and bitwise (integers, bool) --------------------------

@@ -49,6 +49,31 @@ void elementwise_kernel(KernelContext& c) {
            p.data(), p.size(), uint64_t(n));
 }
 
+// cumsum/cumprod: one invocation per row (shaders/math_v2_scan.comp).
+void scan_kernel(KernelContext& c) {
+  const TensorRef& x = c.inputs[0];
+  const TensorRef& y = c.outputs[0];
+  if (y.numel() == 0) return;
+  const int axis = normalize_axis(c.attrs.get_int("axis"), x.ndim);
+  int64_t before = 1, len = 1, after = 1;
+  for (int d = 0; d < x.ndim; ++d) {
+    (d < axis ? before : d == axis ? len : after) *= x.shape[d];
+  }
+  const int64_t rows = before * after;
+  require_loop_budget(c, uint64_t(rows), 2 * uint64_t(len), "a row");
+  Params p;
+  p.add(rows);
+  p.add(len);
+  p.add(after);
+  p.add(x.offset);
+  p.add(y.offset);
+  p.add(c.attrs.get_bool("exclusive") ? 1 : 0);
+  p.add(c.attrs.get_bool("reverse") ? 1 : 0);
+  const int op = std::string(c.schema.name) == "cumprod" ? 1 : 0;
+  dispatch(c.stream, module_name("math_v2_scan", {y.dtype}), op, {{0, x.buffer()}, {3, y.buffer()}},
+           p.data(), p.size(), uint64_t(rows));
+}
+
 }  // namespace
 
 void register_math_v2_kernels(const oar::sdk::KernelRegistrar& registrar) {
@@ -58,6 +83,9 @@ void register_math_v2_kernels(const oar::sdk::KernelRegistrar& registrar) {
     const ops::OpSchema& schema = *ops::find_schema(op);
     register_op(registrar, op, elementwise_kernel,
                 same_signatures(schema.dtypes, schema.inputs.size(), 1));
+  }
+  for (const char* op : {"cumsum", "cumprod"}) {
+    register_op(registrar, op, scan_kernel, same_signatures(ops::find_schema(op)->dtypes, 1, 1));
   }
 }
 
