@@ -84,11 +84,38 @@ void scan(Ctx& c, bool product) {
   }
 }
 
+// log(sum(exp(x))) over the axes, shifted by the maximum: NaN if any element
+// is NaN, the maximum itself if it is infinite (all -inf or empty: -inf).
+void logsumexp(Ctx& c) {
+  const HostTensor& x = c.x();
+  const auto mask = reduced_dims(c, c.attrs.get_ints("axes"));
+  const auto outer = offsets(x.shape, negate(mask)), inner = offsets(x.shape, mask);
+  for (size_t o = 0; o < outer.size(); ++o) {
+    double m = -kInf;
+    bool nan = false;
+    for (int64_t r : inner) {
+      const double v = x.get(outer[o] + r);
+      nan |= std::isnan(v);
+      if (v > m) m = v;
+    }
+    double y = m;
+    if (nan) {
+      y = kNaN;
+    } else if (!std::isinf(m)) {
+      double sum = 0;
+      for (int64_t r : inner) sum += std::exp(x.get(outer[o] + r) - m);
+      y = m + std::log(sum);
+    }
+    c.y().set(int64_t(o), y);
+  }
+}
+
 }  // namespace
 
 void add_math_v2_references(ReferenceTable& table) {
   table["cumsum"] = [](Ctx& c) { scan(c, false); };
   table["cumprod"] = [](Ctx& c) { scan(c, true); };
+  table["logsumexp"] = logsumexp;
   table["clip"] = [](Ctx& c) { ternary(c, clip_f, clip_i); };
   table["remainder"] = [](Ctx& c) { binary(c, remainder_f, remainder_i); };
   table["fmod"] = [](Ctx& c) { binary(c, fmod_f, fmod_i); };

@@ -41,6 +41,11 @@ OpSchema scan(const char* name, const char* summary) {
   return s;
 }
 
+std::vector<Shape> reduce_rule(const OpSchema& schema, const std::vector<Shape>& in,
+                               const Attrs& attrs) {
+  return {reduce_shape(schema, in[0], attrs.get_ints("axes"), attrs.get_bool("keepdim"))};
+}
+
 }  // namespace
 
 void add_math_v2_schemas(std::vector<OpSchema>& s) {
@@ -60,6 +65,17 @@ void add_math_v2_schemas(std::vector<OpSchema>& s) {
   s.push_back(elementwise("bitwise_xor", {{"a"}, {"b"}}, kInts | kBool, "y = a ^ b"));
   s.push_back(elementwise("bitwise_not", {{"x"}}, kInts | kBool, "y = ~x (bool: !x)"));
   s.push_back(scan("cumsum", "y[i] = x[0] + ... + x[i] along axis (exclusive: up to x[i-1])"));
+  OpSchema logsumexp{"logsumexp",
+                     "math",
+                     {{"x"}},
+                     {"y"},
+                     {ints_attr("axes", {}), bool_attr("keepdim", false)},
+                     kFloats,
+                     DtypeRule::kSame,
+                     -1,
+                     "y = m + log(sum(exp(x - m))) over axes, m the maximum; -inf for none"};
+  logsumexp.shape_fn = reduce_rule;
+  s.push_back(logsumexp);
   s.push_back(scan("cumprod", "y[i] = x[0] * ... * x[i] along axis (exclusive: up to x[i-1])"));
 }
 

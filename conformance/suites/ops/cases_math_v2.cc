@@ -250,6 +250,48 @@ std::vector<OpCase> scan_cases(const std::string& op, DLDataType dt) {
   return cases;
 }
 
+std::vector<OpCase> logsumexp_cases(DLDataType dt) {
+  struct Reduction {
+    const char* name;
+    Shape shape;
+    bool transposed;
+    std::vector<int64_t> axes;  // empty: every axis
+    bool keepdim;
+    Domain domain;
+  };
+  const Domain d = uniform(-5, 5);
+  const Reduction shapes[] = {
+      {"scalar_all_axes", {}, false, {}, false, d},
+      {"all_axes_13x31", {13, 31}, false, {}, false, d},
+      {"all_axes_keepdim", {13, 31}, false, {}, true, d},
+      {"axis0_13x31", {13, 31}, false, {0}, false, d},
+      {"last_axis_keepdim_7x13x5", {7, 13, 5}, false, {-1}, true, d},
+      {"axes_0_2_7x13x5", {7, 13, 5}, false, {0, 2}, false, d},
+      {"empty_output", {0, 5}, false, {1}, false, d},
+      {"empty_axis_gives_minus_inf", {5, 0}, false, {1}, false, d},
+      {"noncontiguous_axis0", {13, 31}, true, {0}, false, d},
+      {"rows_256x1024", {256, 1024}, false, {-1}, false, d},
+      // Without the shift by the maximum e^1000 is inf and e^-1000 is 0.
+      {"near_plus_1000", {13, 31}, false, {-1}, false, uniform(995, 1005)},
+      {"near_minus_1000", {13, 31}, false, {-1}, false, uniform(-1005, -995)},
+      {"spread_pm1000", {13, 31}, false, {-1}, false, uniform(-1000, 1000)},
+  };
+  std::vector<OpCase> cases;
+  for (const Reduction& r : shapes) {
+    cases.push_back(make_case(r.name, {spec(r.shape, dt, r.domain, r.transposed)},
+                              {attr("axes", r.axes), attr("keepdim", r.keepdim)}));
+  }
+  // Rows: all -inf (-inf), a +inf (inf), NaN with inf (NaN), -inf beside a
+  // finite maximum (ignored), two equal large values (m + log 2).
+  const double n = kNaN, i = kInf;
+  cases.push_back(make_case(
+      "special_rows",
+      {explicit_values({6, 3}, dt,
+                       {-i, -i, -i, 1, i, 2, n, i, 1, -i, 0.0, -i, 1000, 1000, -i, -7, -i, -7})},
+      {attr("axes", Shape{1})}));
+  return cases;
+}
+
 }  // namespace
 
 std::optional<std::vector<OpCase>> math_v2_cases(const ops::OpSchema& schema, DLDataType dtype,
@@ -263,6 +305,7 @@ std::optional<std::vector<OpCase>> math_v2_cases(const ops::OpSchema& schema, DL
   }
   if (in_set(op, {"logical_not", "bitwise_not"})) return unary_cases(dtype);
   if (in_set(op, {"cumsum", "cumprod"})) return scan_cases(op, dtype);
+  if (op == "logsumexp") return logsumexp_cases(dtype);
   return std::nullopt;
 }
 
@@ -270,8 +313,9 @@ std::optional<Family> math_v2_family(const ops::OpSchema& schema) {
   const std::string op = schema.name;
   // remainder adds b to fmod's exact result: one rounding (kArith).
   if (op == "remainder") return Family::kArith;
-  if (op == "cumsum") return Family::kAccumulate;  // every output a sum of terms
-  if (op == "cumprod") return Family::kProduct;    // rtol grows with the row length
+  if (op == "cumsum") return Family::kAccumulate;     // every output a sum of terms
+  if (op == "cumprod") return Family::kProduct;       // rtol grows with the row length
+  if (op == "logsumexp") return Family::kNormalized;  // as softmax and cross_entropy
   if (in_set(op, {"clip", "fmod", "logical_and", "logical_or", "logical_xor", "logical_not",
                   "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not"})) {
     return Family::kExact;

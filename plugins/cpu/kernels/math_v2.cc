@@ -159,6 +159,86 @@ void scan_kernel(KernelContext& context) {
   });
 }
 
+// The kept and reduced dimensions of a reduction of contiguous |x| over
+// |axes| (none: all), each with its extents and strides.
+struct Split {
+  int kept = 0, reduced = 0;
+  int64_t kept_shape[ops::kMaxDims] = {}, kept_strides[ops::kMaxDims] = {};
+  int64_t reduced_shape[ops::kMaxDims] = {}, reduced_strides[ops::kMaxDims] = {};
+  int64_t kept_count = 1, reduced_count = 1;
+};
+
+Split split_axes(const View& x, const std::vector<int64_t>& axes) {
+  bool reduce[ops::kMaxDims] = {};
+  for (int d = 0; d < x.ndim; ++d) reduce[d] = axes.empty();
+  for (int64_t a : axes) {
+    if (x.ndim > 0) reduce[oar::sdk::normalize_axis(a, x.ndim, "axes")] = true;
+  }
+  Split s;
+  int64_t stride = 1;
+  for (int d = x.ndim - 1; d >= 0; --d) {
+    if (reduce[d]) {
+      s.reduced_shape[s.reduced] = x.shape[d];
+      s.reduced_strides[s.reduced++] = stride;
+      s.reduced_count *= x.shape[d];
+    } else {
+      s.kept_shape[s.kept] = x.shape[d];
+      s.kept_strides[s.kept++] = stride;
+      s.kept_count *= x.shape[d];
+    }
+    stride *= x.shape[d];
+  }
+  return s;  // dimensions innermost first
+}
+
+int64_t unravel(int64_t linear, int n, const int64_t* shape, const int64_t* strides) {
+  int64_t offset = 0;
+  for (int d = 0; d < n; ++d) {  // innermost first
+    offset += linear % shape[d] * strides[d];
+    linear /= shape[d];
+  }
+  return offset;
+}
+
+// logsumexp in double: the maximum, then the shifted sum of exponentials.
+void logsumexp_kernel(KernelContext& context) {
+  const View& x = context.inputs[0];
+  const View& y = context.outputs[0];
+  const Split s = split_axes(x, context.attrs.get_ints("axes"));
+  if (y.numel() == 0) return;
+  with_float(y.dtype, [&](auto t) {
+    using T = decltype(t);
+    const T* px = x.ptr<const T>();
+    T* py = y.ptr<T>();
+    launch(context.call, [=] {
+#pragma omp parallel for if (s.kept_count * s.reduced_count > 2 * kGrain) schedule(static)
+      for (int64_t o = 0; o < s.kept_count; ++o) {
+        const int64_t base = unravel(o, s.kept, s.kept_shape, s.kept_strides);
+        double m = -std::numeric_limits<double>::infinity();
+        bool nan = false;
+        for (int64_t r = 0; r < s.reduced_count; ++r) {
+          const double v =
+              load(px + base + unravel(r, s.reduced, s.reduced_shape, s.reduced_strides));
+          nan |= v != v;
+          m = v > m ? v : m;
+        }
+        double result = m;
+        if (nan) {
+          result = std::numeric_limits<double>::quiet_NaN();
+        } else if (!std::isinf(m)) {
+          double sum = 0;
+          for (int64_t r = 0; r < s.reduced_count; ++r) {
+            sum += std::exp(
+                load(px + base + unravel(r, s.reduced, s.reduced_shape, s.reduced_strides)) - m);
+          }
+          result = m + std::log(sum);
+        }
+        store(py + o, compute_t<T>(result));
+      }
+    });
+  });
+}
+
 }  // namespace
 
 void register_math_v2_kernels(const oar::sdk::KernelRegistrar& registrar, AllocationTable* table) {
@@ -176,6 +256,7 @@ void register_math_v2_kernels(const oar::sdk::KernelRegistrar& registrar, Alloca
       {"bitwise_not", not_kernel},
       {"cumsum", scan_kernel<false>},
       {"cumprod", scan_kernel<true>},
+      {"logsumexp", logsumexp_kernel},
   };
   for (const auto& [op, body] : kOps) {
     const ops::OpSchema& schema = *ops::find_schema(op);

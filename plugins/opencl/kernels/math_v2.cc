@@ -2,6 +2,7 @@
 // the OpenCL C side is kernels/math_v2.cl.
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "kernels/kernel.h"
 
@@ -86,6 +87,43 @@ void scan_body(KernelContext& context) {
                  {x.memory, xo, y.memory, yo, rows, len, after, product, exclusive, reverse});
 }
 
+// Mirrors red_t of kernels/math_v2.cl (all fields 64-bit).
+struct Red {
+  int64_t kept = 0, reduced = 0, kept_count = 1, reduced_count = 1;
+  int64_t kept_shape[ops::kMaxDims] = {}, kept_strides[ops::kMaxDims] = {};
+  int64_t reduced_shape[ops::kMaxDims] = {}, reduced_strides[ops::kMaxDims] = {};
+};
+
+// logsumexp: one work-item per output, over the reduced elements of x.
+void logsumexp_body(KernelContext& context) {
+  const View& x = context.inputs[0];
+  const View& y = context.outputs[0];
+  const std::vector<int64_t> axes = context.attrs.get_ints("axes");
+  bool reduce[ops::kMaxDims] = {};
+  for (int d = 0; d < x.ndim; ++d) reduce[d] = axes.empty();
+  for (int64_t a : axes) {
+    if (x.ndim > 0) reduce[normalize_axis(a, x.ndim, "axes")] = true;
+  }
+  if (y.numel() == 0) return;
+  Red g;
+  int64_t stride = 1;
+  for (int d = x.ndim - 1; d >= 0; --d) {  // innermost first
+    if (reduce[d]) {
+      g.reduced_shape[g.reduced] = x.shape[d];
+      g.reduced_strides[g.reduced++] = stride;
+      g.reduced_count *= x.shape[d];
+    } else {
+      g.kept_shape[g.kept] = x.shape[d];
+      g.kept_strides[g.kept++] = stride;
+      g.kept_count *= x.shape[d];
+    }
+    stride *= x.shape[d];
+  }
+  const cl_ulong xo = x.offset, yo = y.offset;
+  context.launch(Source::kMathV2, y.dtype, "m_logsumexp", g.kept_count,
+                 {x.memory, xo, y.memory, yo, g});
+}
+
 }  // namespace
 
 void register_math_v2_kernels(const oar::sdk::KernelRegistrar& registrar) {
@@ -96,6 +134,8 @@ void register_math_v2_kernels(const oar::sdk::KernelRegistrar& registrar) {
     register_op(registrar, op, elementwise_body,
                 same_signatures(schema.dtypes, schema.inputs.size(), 1));
   }
+  register_op(registrar, "logsumexp", logsumexp_body,
+              same_signatures(ops::find_schema("logsumexp")->dtypes, 1, 1));
   for (const char* op : {"cumsum", "cumprod"}) {
     register_op(registrar, op, scan_body, same_signatures(ops::find_schema(op)->dtypes, 1, 1));
   }

@@ -111,6 +111,53 @@ __kernel void m_scan(gcptr x, ulong xo, gptr y, ulong yo, long rows, long len, l
 }
 #endif
 
+#ifdef IS_FLOAT
+// ---- logsumexp: one work-item per output ----------------------------------
+// Mirrors red_t of kernels/math_v2.cc: the kept and the reduced dimensions of
+// contiguous x, innermost first, with their strides in elements.
+typedef struct {
+  long kept, reduced, kept_count, reduced_count;
+  long kept_shape[MAX_DIMS], kept_strides[MAX_DIMS];
+  long reduced_shape[MAX_DIMS], reduced_strides[MAX_DIMS];
+} red_t;
+
+inline long red_offset(long linear, long n, const long* shape, const long* strides) {
+  long offset = 0;
+  for (long d = 0; d < n; ++d) {
+    offset += linear % shape[d] * strides[d];
+    linear /= shape[d];
+  }
+  return offset;
+}
+
+// NaN if any element is NaN; the maximum if it is infinite (all -inf, or no
+// element: -inf); else m + log(sum(exp(x - m))).
+__kernel void m_logsumexp(gcptr x, ulong xo, gptr y, ulong yo, red_t g) {
+  long o = get_global_id(0);
+  if (o >= g.kept_count) return;
+  long base = red_offset(o, g.kept, g.kept_shape, g.kept_strides);
+  acc_t m = -INFINITY;
+  int nan = 0;
+  for (long r = 0; r < g.reduced_count; ++r) {
+    acc_t v = LD(x + xo, base + red_offset(r, g.reduced, g.reduced_shape, g.reduced_strides));
+    nan |= v != v;
+    m = v > m ? v : m;
+  }
+  acc_t result = m;
+  if (nan) {
+    result = NAN;
+  } else if (!isinf(m)) {
+    acc_t sum = 0;
+    for (long r = 0; r < g.reduced_count; ++r) {
+      sum += exp(LD(x + xo, base + red_offset(r, g.reduced, g.reduced_shape, g.reduced_strides)) -
+                 m);
+    }
+    result = m + log(sum);
+  }
+  ST(y + yo, o, (CX)result);
+}
+#endif
+
 // ---- logical (bool) and bitwise (integers, bool) --------------------------
 #ifndef IS_FLOAT
 // bool loads as 0/1 whatever the stored byte, so & | ^ are the truth tables.

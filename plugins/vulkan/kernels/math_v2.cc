@@ -74,6 +74,45 @@ void scan_kernel(KernelContext& c) {
            p.data(), p.size(), uint64_t(rows));
 }
 
+// logsumexp: one invocation per output (shaders/math_v2_logsumexp.comp); the
+// kept and the reduced dimensions of contiguous x as strided_offset reads
+// them (row-major: the outermost first).
+void logsumexp_kernel(KernelContext& c) {
+  const TensorRef& x = c.inputs[0];
+  const TensorRef& y = c.outputs[0];
+  const std::vector<int64_t> axes = c.attrs.get_ints("axes");
+  bool reduce[ops::kMaxDims] = {};
+  for (int d = 0; d < x.ndim; ++d) reduce[d] = axes.empty();
+  for (int64_t a : axes) {
+    if (x.ndim > 0) reduce[normalize_axis(a, x.ndim)] = true;
+  }
+  const int64_t n = y.numel();
+  if (n == 0) return;
+  const std::vector<int64_t> strides = x.contiguous_strides();
+  std::vector<int64_t> kept_shape, kept_strides, reduced_shape, reduced_strides;
+  int64_t count = 1;
+  for (int d = 0; d < x.ndim; ++d) {
+    (reduce[d] ? reduced_shape : kept_shape).push_back(x.shape[d]);
+    (reduce[d] ? reduced_strides : kept_strides).push_back(strides[size_t(d)]);
+    if (reduce[d]) count *= x.shape[d];
+  }
+  require_loop_budget(c, uint64_t(n), 2 * uint64_t(count) * uint64_t(reduced_shape.size() + 1),
+                      "the reduced elements of an output");
+  Params p;
+  p.add(n);
+  p.add(int64_t(kept_shape.size()));
+  p.add8(kept_shape.data(), int(kept_shape.size()), 1);
+  p.add8(kept_strides.data(), int(kept_strides.size()), 0);
+  p.add(int64_t(reduced_shape.size()));
+  p.add8(reduced_shape.data(), int(reduced_shape.size()), 1);
+  p.add8(reduced_strides.data(), int(reduced_strides.size()), 0);
+  p.add(count);
+  p.add(x.offset);
+  p.add(y.offset);
+  dispatch(c.stream, module_name("math_v2_logsumexp", {y.dtype}), 0,
+           {{0, x.buffer()}, {3, y.buffer()}}, p.data(), p.size(), uint64_t(n));
+}
+
 }  // namespace
 
 void register_math_v2_kernels(const oar::sdk::KernelRegistrar& registrar) {
@@ -84,6 +123,8 @@ void register_math_v2_kernels(const oar::sdk::KernelRegistrar& registrar) {
     register_op(registrar, op, elementwise_kernel,
                 same_signatures(schema.dtypes, schema.inputs.size(), 1));
   }
+  register_op(registrar, "logsumexp", logsumexp_kernel,
+              same_signatures(ops::find_schema("logsumexp")->dtypes, 1, 1));
   for (const char* op : {"cumsum", "cumprod"}) {
     register_op(registrar, op, scan_kernel, same_signatures(ops::find_schema(op)->dtypes, 1, 1));
   }

@@ -8,3 +8,6 @@ foreach(a 1 2 3 4 5)  # f16 bf16 f32 i32 i64
   # cumsum (OP 0) and cumprod (OP 1).
   list(APPEND variants "math_v2_scan_${a}|math_v2_scan.comp|-DDT=${a}")
 endforeach()
+foreach(a 1 2 3)  # f16 bf16 f32
+  list(APPEND variants "math_v2_logsumexp_${a}|math_v2_logsumexp.comp|-DDT=${a}")
+endforeach()
