@@ -43,6 +43,8 @@ class Adapter {
   static Adapter* get();
   // Destroys the adapter (Paddle's finalize slot).
   static void finalize();
+  // Whether finalize() ran (at exit or from Paddle).
+  static bool finalized();
 
   size_t device_count() const { return devices_.size(); }
   oar::Device& device(int id) const { return *devices_.at(size_t(id)); }

@@ -49,11 +49,22 @@ Adapter* Adapter::get() {
   if (g_adapter != nullptr || g_adapter_failed || g_finalized) return g_adapter;
   try {
     g_adapter = new Adapter();
+    // At exit, liboar's own static objects die before Paddle's (liboar was
+    // loaded after it) and Paddle calls finalize from its own exit-time
+    // cleanup; an atexit handler registered now runs before liboar's
+    // destructors, so OAR is torn down while it is whole. Paddle's later
+    // destroy and free calls then find no adapter and do nothing.
+    std::atexit([] { Adapter::finalize(); });
   } catch (const std::exception& e) {
     g_adapter_failed = true;
     log_error("cannot start OAR (Paddle's CPU keeps working)", e.what());
   }
   return g_adapter;
+}
+
+bool Adapter::finalized() {
+  std::lock_guard<std::mutex> lock(g_adapter_mutex);
+  return g_finalized;
 }
 
 void Adapter::finalize() {
@@ -370,6 +381,7 @@ C_Status device_memory_allocate(const C_Device device, void** ptr, size_t size) 
 
 C_Status device_memory_deallocate(const C_Device device, void* ptr, size_t) {
   return guarded("device_memory_deallocate", [&] {
+    if (Adapter::finalized()) return C_SUCCESS;  // the memory went with the runtime
     Adapter& a = adapter();
     std::unique_ptr<oar::Buffer> buffer = a.addresses().erase(ptr);
     if (!buffer) throw oar::Error(OAR_STATUS_INVALID_ARGUMENT, "free of an unknown address");

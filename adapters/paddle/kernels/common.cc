@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "paddle/common/ddim.h"
 #include "paddle/common/enforce.h"
 
 namespace oar_paddle {
@@ -100,8 +101,30 @@ void run(const phi::CustomContext& ctx, const oar::OpId& op, std::initializer_li
   }
 }
 
-void alloc(const phi::CustomContext& ctx, phi::DenseTensor* out, phi::DataType dtype) {
-  ctx.Alloc(out, dtype);
+void fill(const phi::CustomContext& ctx, phi::DenseTensor* out, double value) {
+  if (out->numel() == 0) return;
+  View o(*out);
+  run(ctx, OAR_PADDLE_OP("fill"), {}, {&o}, {oar::Attr("value", value)});
+}
+
+phi::DenseTensor empty(const phi::CustomContext& ctx, const std::vector<int64_t>& dims,
+                       phi::DataType dtype) {
+  phi::DenseTensor t;
+  t.Resize(common::make_ddim(dims));
+  ctx.Alloc(&t, dtype);
+  return t;
+}
+
+phi::DenseTensor scalar(const phi::CustomContext& ctx, phi::DataType dtype, double value) {
+  phi::DenseTensor t = empty(ctx, {}, dtype);
+  fill(ctx, &t, value);
+  return t;
+}
+
+std::vector<int64_t> dims_of(const phi::DenseTensor& t) {
+  std::vector<int64_t> v(size_t(t.dims().size()));
+  for (int i = 0; i < t.dims().size(); ++i) v[size_t(i)] = t.dims()[i];
+  return v;
 }
 
 }  // namespace oar_paddle

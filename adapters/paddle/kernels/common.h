@@ -51,8 +51,14 @@ oar::Stream& stream_of(const phi::CustomContext& ctx);
 void run(const phi::CustomContext& ctx, const oar::OpId& op, std::initializer_list<const View*> in,
          std::initializer_list<const View*> out, std::initializer_list<oar::Attr> attrs = {});
 
-// Allocates |out| on the device with |out|'s dims and |dtype|.
-void alloc(const phi::CustomContext& ctx, phi::DenseTensor* out, phi::DataType dtype);
+// Fills |out| (allocated) with |value| rounded to its dtype.
+void fill(const phi::CustomContext& ctx, phi::DenseTensor* out, double value);
+// A new device tensor of |dims| and |dtype|; contents undefined.
+phi::DenseTensor empty(const phi::CustomContext& ctx, const std::vector<int64_t>& dims,
+                       phi::DataType dtype);
+// A rank-0 device tensor holding |value|, to broadcast against others.
+phi::DenseTensor scalar(const phi::CustomContext& ctx, phi::DataType dtype, double value);
+std::vector<int64_t> dims_of(const phi::DenseTensor& t);
 
 }  // namespace oar_paddle
 

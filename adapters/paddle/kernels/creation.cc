@@ -5,24 +5,6 @@
 
 namespace oar_paddle {
 
-namespace {
-// Fills |out| (already allocated) with |value|.
-void fill(const phi::CustomContext& ctx, phi::DenseTensor* out, double value) {
-  if (out->numel() == 0) return;
-  View o(*out);
-  run(ctx, OAR_PADDLE_OP("fill"), {}, {&o}, {oar::Attr("value", value)});
-}
-
-// A scalar of |dtype| holding |value|, for broadcasting against a tensor.
-phi::DenseTensor scalar(const phi::CustomContext& ctx, phi::DataType dtype, double value) {
-  phi::DenseTensor t;
-  t.Resize(common::make_ddim({}));
-  ctx.Alloc(&t, dtype);
-  fill(ctx, &t, value);
-  return t;
-}
-}  // namespace
-
 template <typename T, typename Context>
 void FullKernel(const Context& ctx, const phi::IntArray& shape, const phi::Scalar& value,
                 phi::DataType, phi::DenseTensor* out) {
@@ -83,7 +65,7 @@ void ScaleKernel(const Context& ctx, const phi::DenseTensor& x, const phi::Scala
   double s = scale.to<double>(), b = bias.to<double>();
   View a(x), o(*out);
   phi::DenseTensor st = scalar(ctx, x.dtype(), s);
-  phi::DenseTensor bt = scalar(ctx, x.dtype(), bias_after_scale ? b : b);
+  phi::DenseTensor bt = scalar(ctx, x.dtype(), b);
   View sv(st), bv(bt);
   if (bias_after_scale) {
     run(ctx, OAR_PADDLE_OP("mul"), {&a, &sv}, {&o});

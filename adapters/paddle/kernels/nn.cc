@@ -3,14 +3,6 @@
 
 namespace oar_paddle {
 
-namespace {
-std::vector<int64_t> dims_of(const phi::DenseTensor& t) {
-  std::vector<int64_t> v;
-  for (int i = 0; i < t.dims().size(); ++i) v.push_back(t.dims()[i]);
-  return v;
-}
-}  // namespace
-
 // Paddle's matmul promotes 1-D operands (x: [K] -> [1, K], y: [K] -> [K, 1],
 // then drops that dimension from the result); OAR's takes rank >= 2, so the
 // views carry the promoted shapes. Transposes of a 1-D operand are no-ops.

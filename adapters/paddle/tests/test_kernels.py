@@ -203,6 +203,10 @@ REGISTERED = {
                         "transpose")},
     "relu": FLOATS + INTS,
     "sum": NUMBERS + ["bool"],
+    **{n: FLOATS for n in ("relu_grad", "tanh_grad", "sigmoid_grad", "silu_grad", "gelu_grad",
+                           "softmax_grad", "log_softmax_grad", "pow", "pow_grad", "matmul_grad",
+                           "mean_grad", "sgd")},
+    **{n: NUMBERS for n in ("add_grad", "subtract_grad", "multiply_grad", "sum_grad")},
 }
 
 
