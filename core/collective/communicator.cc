@@ -158,10 +158,7 @@ int32_t Communicator::rank() const { return engine_ ? engine_->rank() : -1; }
 int32_t Communicator::size() const { return engine_ ? engine_->size() : 0; }
 const char* Communicator::engine_name() const { return engine_ ? engine_->name() : ""; }
 
-Device& Communicator::device() const {
-  if (!engine_) fail(OAR_STATUS_FAILED_PRECONDITION, "Communicator::device: empty communicator");
-  return engine_->device();
-}
+Device& Communicator::device() const { return live("device").device(); }
 
 namespace {
 

@@ -14,6 +14,7 @@
 
 #include "core/util/status.h"
 #include "dlpack/dlpack.h"
+#include "oar/tracked.hpp"
 
 namespace oar {
 class Buffer;
@@ -86,7 +87,10 @@ class Transport {
   virtual void set_checking(bool on) = 0;
 };
 
-class CommEngine {
+// Tracked by its device like streams and buffers: a runtime destroyed before
+// the communicator releases it in the ABI's order (after buffers, before
+// device_close), and the communicator then refuses every operation.
+class CommEngine : public Tracked {
  public:
   virtual ~CommEngine() = default;
   virtual int32_t rank() const = 0;
@@ -99,7 +103,14 @@ class CommEngine {
   // The communicator's first error; OK while it has none.
   virtual Status error() const = 0;
   virtual void abort() = 0;
+  const char* what() const noexcept override { return "communicator"; }
 };
+
+// The error of a communicator its runtime released.
+inline Status released_status() {
+  return Status(OAR_STATUS_FAILED_PRECONDITION,
+                "the communicator was released when its runtime was destroyed");
+}
 
 // Reductions on host memory, shared by the transports: |inout| = |inout| op
 // |in| for |count| elements of |dtype| (op: SUM, PROD, MAX or MIN).

@@ -23,12 +23,15 @@ class NativeEngine final : public CommEngine {
         comm_(comm),
         rank_(rank),
         size_(size),
-        name_("plugin:" + device.plugin_name()) {}
-
-  ~NativeEngine() override {
-    oar_status_t code = api_.comm_destroy(comm_);
-    if (code != OAR_STATUS_OK) (void)device_.plugin().status(code, "comm_destroy");
+        name_("plugin:" + device.plugin_name()) {
+    track(&device_);
   }
+
+  // Pending operations complete first (the slot's contract).
+  ~NativeEngine() override { destroy(/*abort_first=*/false); }
+
+  // The runtime is closing the device: nothing may wait for peers any more.
+  void release() noexcept override { destroy(/*abort_first=*/true); }
 
   int32_t rank() const override { return rank_; }
   int32_t size() const override { return size_; }
@@ -36,10 +39,12 @@ class NativeEngine final : public CommEngine {
   const char* name() const override { return name_.c_str(); }
 
   Status error() const override {
+    if (released_.load()) return released_status();
     return aborted_.load() ? Status(OAR_STATUS_ABORTED, "the communicator was aborted") : Status();
   }
 
   void abort() override {
+    if (released_.load()) return;
     aborted_.store(true);
     oar_status_t code = api_.comm_abort(comm_);
     if (code != OAR_STATUS_OK) (void)device_.plugin().status(code, "comm_abort");
@@ -100,6 +105,14 @@ class NativeEngine final : public CommEngine {
     }
   }
 
+  void destroy(bool abort_first) noexcept {
+    if (released_.exchange(true)) return;
+    untrack(&device_);
+    if (abort_first) (void)api_.comm_abort(comm_);
+    oar_status_t code = api_.comm_destroy(comm_);
+    if (code != OAR_STATUS_OK) (void)device_.plugin().status(code, "comm_destroy");
+  }
+
   Device& device_;
   const oar_plugin_api_t& api_;
   oar_comm_t comm_;
@@ -107,6 +120,7 @@ class NativeEngine final : public CommEngine {
   int32_t size_;
   std::string name_;
   std::atomic<bool> aborted_{false};
+  std::atomic<bool> released_{false};  // comm_ destroyed
 };
 
 // Every collective slot a native engine calls.

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -139,9 +140,11 @@ class StagedEngine final : public CommEngine {
     validating_ = all[1] != 0;
     transport_->set_checking(validating_);
     progress_ = std::thread([this] { progress_loop(); });
+    track(&device_);
   }
 
   ~StagedEngine() override {
+    if (!released_.exchange(true)) untrack(&device_);
     {
       // Every callback already submitted must run before the state goes.
       std::unique_lock<std::mutex> lock(mutex_);
@@ -159,7 +162,16 @@ class StagedEngine final : public CommEngine {
 
   Status error() const override {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (error_.ok() && released_.load()) return released_status();
     return error_;
+  }
+
+  // The runtime is closing the device; its streams are drained after this,
+  // so the steps already submitted still run (peers wait for them). Later
+  // operations are refused.
+  void release() noexcept override {
+    if (released_.exchange(true)) return;
+    untrack(&device_);
   }
 
   void abort() override {
@@ -380,8 +392,10 @@ class StagedEngine final : public CommEngine {
 
   Status execute(const std::vector<HostOp>& ops) {
     std::lock_guard<std::mutex> run_lock(run_mutex_);
-    Status known = error();
-    if (!known.ok()) return known;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!error_.ok()) return error_;
+    }
     Status status = transport_->run(ops);
     if (!status.ok()) set_error(status);
     return status;
@@ -464,6 +478,7 @@ class StagedEngine final : public CommEngine {
   const uint64_t chunk_bytes_;
   const bool force_staging_;
   bool all_direct_ = false;
+  std::atomic<bool> released_{false};  // untracked
   bool validating_ = false;
 
   mutable std::mutex mutex_;  // guards everything below

@@ -80,9 +80,9 @@ enum class Kind {
 };
 
 struct SimCollectivePlugin::Op {
-  Kind kind;
-  oar_comm_t comm;
-  oar_stream_t stream;
+  Kind kind = Kind::kAllReduce;
+  oar_comm_t comm = nullptr;
+  oar_stream_t stream = nullptr;
   const char* send = nullptr;  // device addresses, checked
   char* recv = nullptr;
   uint64_t count = 0;
@@ -90,6 +90,10 @@ struct SimCollectivePlugin::Op {
   int32_t op = 0;
   int32_t peer = 0;  // root or peer
   uint64_t sequence = 0;
+  // What the task uses: the group outlives a comm destroyed while the task
+  // is pending.
+  std::shared_ptr<Group> group;
+  int32_t rank = 0;
 };
 
 namespace {
@@ -154,9 +158,9 @@ bool reduces(Kind kind) {
 // for every rank, compute this rank's output from the peers' buffers into a
 // temporary, wait until every rank has read, then write the output.
 void run_collective(const SimCollectivePlugin::Op& op) {
-  Group& group = *op.comm->group;
+  Group& group = *op.group;
   const int32_t n = group.nranks;
-  const int32_t rank = op.comm->rank;
+  const int32_t rank = op.rank;
   const uint64_t bytes = op.count * oar::dtype_size(op.dtype);
   std::unique_lock<std::mutex> lock(group.mutex);
   Group::Meeting& meeting = group.meetings[op.sequence];
@@ -216,11 +220,11 @@ void run_ops(const std::vector<SimCollectivePlugin::Op>& ops) {
   std::vector<std::shared_ptr<Group::Message>> posted;
   for (const auto& op : ops) {
     if (op.kind != Kind::kSend) continue;
-    Group& group = *op.comm->group;
+    Group& group = *op.group;
     std::lock_guard<std::mutex> lock(group.mutex);
     auto message = std::make_shared<Group::Message>(
         Group::Message{op.send, op.count * oar::dtype_size(op.dtype)});
-    group.mail[{op.comm->rank, op.peer}].push_back(message);
+    group.mail[{op.rank, op.peer}].push_back(message);
     posted.push_back(message);
     group.changed.notify_all();
   }
@@ -229,9 +233,9 @@ void run_ops(const std::vector<SimCollectivePlugin::Op>& ops) {
   }
   for (const auto& op : ops) {
     if (op.kind != Kind::kRecv) continue;
-    Group& group = *op.comm->group;
+    Group& group = *op.group;
     std::unique_lock<std::mutex> lock(group.mutex);
-    auto& queue = group.mail[{op.peer, op.comm->rank}];
+    auto& queue = group.mail[{op.peer, op.rank}];
     group.wait(lock, [&] { return !queue.empty(); });
     std::shared_ptr<Group::Message> message = queue.front();
     queue.pop_front();
@@ -242,8 +246,7 @@ void run_ops(const std::vector<SimCollectivePlugin::Op>& ops) {
       throw oar::sdk::Error(OAR_STATUS_INVALID_ARGUMENT,
                             "comm_recv: rank " + std::to_string(op.peer) + " sent " +
                                 std::to_string(message->bytes) + " bytes, rank " +
-                                std::to_string(op.comm->rank) + " expected " +
-                                std::to_string(bytes));
+                                std::to_string(op.rank) + " expected " + std::to_string(bytes));
     }
     lock.unlock();
     std::memcpy(op.recv, message->data, bytes);
@@ -253,7 +256,7 @@ void run_ops(const std::vector<SimCollectivePlugin::Op>& ops) {
   }
   for (const auto& op : ops) {
     if (op.kind != Kind::kSend) continue;
-    Group& group = *op.comm->group;
+    Group& group = *op.group;
     std::unique_lock<std::mutex> lock(group.mutex);
     group.wait(lock, [&] {
       return std::all_of(posted.begin(), posted.end(), [](const auto& m) { return m->taken; });
@@ -387,6 +390,8 @@ void SimCollectivePlugin::issue(Op op) {
                     OAR_STATUS_INVALID_ARGUMENT,
                     "root or peer " + std::to_string(op.peer) + " is not a rank");
   if (op.kind != Kind::kSend && op.kind != Kind::kRecv) op.sequence = op.comm->next_sequence++;
+  op.group = op.comm->group;
+  op.rank = op.comm->rank;
   if (group_depth > 0) {
     group_ops.push_back(op);
     return;
@@ -407,7 +412,10 @@ uint64_t blocks_out(Kind kind, int32_t n) {
   do {                                                                                             \
     oar::cpu::require_not_null(comm, "comm");                                                      \
     oar::cpu::require_not_null(stream, "stream");                                                  \
-    Op o{kind_value, comm, stream};                                                                \
+    Op o;                                                                                          \
+    o.kind = kind_value;                                                                           \
+    o.comm = comm;                                                                                 \
+    o.stream = stream;                                                                             \
     o.count = count;                                                                               \
     o.dtype = dtype;                                                                               \
     o.op = op_value;                                                                               \

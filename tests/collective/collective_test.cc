@@ -255,11 +255,19 @@ void run_case(Ctx& c, Kind kind, DLDataType t, oar::ReduceOp op, uint64_t count,
 
 // --- the suites ----------------------------------------------------------------
 
+// --quick: three dtypes of each kind instead of all (the jobs with more ranks).
+bool g_quick = false;
+
 void all_collectives(Ctx& c) {
-  const DLDataType reducible[] = {oar::dtype::f32, oar::dtype::f64, oar::dtype::i32,
-                                  oar::dtype::i64, oar::dtype::i8,  oar::dtype::u8,
-                                  oar::dtype::f16, oar::dtype::bf16};
-  const DLDataType moved[] = {oar::dtype::f32, oar::dtype::i64, oar::dtype::u8, oar::dtype::f16};
+  std::vector<DLDataType> reducible = {oar::dtype::f32, oar::dtype::f64, oar::dtype::i32,
+                                       oar::dtype::i64, oar::dtype::i8,  oar::dtype::u8,
+                                       oar::dtype::f16, oar::dtype::bf16};
+  std::vector<DLDataType> moved = {oar::dtype::f32, oar::dtype::i64, oar::dtype::u8,
+                                   oar::dtype::f16};
+  if (g_quick) {
+    reducible = {oar::dtype::f32, oar::dtype::i8, oar::dtype::bf16};
+    moved = {oar::dtype::f32, oar::dtype::u8};
+  }
   const oar::ReduceOp ops[] = {oar::ReduceOp::kSum, oar::ReduceOp::kProd, oar::ReduceOp::kMax,
                                oar::ReduceOp::kMin, oar::ReduceOp::kAvg};
   auto sizes = [](DLDataType t) {
@@ -495,6 +503,44 @@ int run_rank(Ctx& c, const std::string& mode) {
   return g_failures;
 }
 
+// A runtime destroyed before its communicators releases them (in the
+// ABI's order: before device_close); they then refuse every call.
+template <typename Make>
+int released_with_runtime(const std::string& manifest, const std::string& plugin, Make make) {
+  std::vector<oar::Communicator> comms;
+  std::vector<oar::Buffer> buffers;
+  {
+    oar::RuntimeOptions options;
+    options.plugin_files = {manifest};
+    oar::Runtime runtime(options);
+    comms = make(runtime);
+    for (auto& comm : comms) buffers.push_back(comm.device().allocate(64));
+  }
+  int failures = 0;
+  for (size_t i = 0; i < comms.size(); ++i) {
+    try {
+      comms[i].check();
+      ++failures;
+      std::fprintf(stderr, "FAIL: a communicator whose runtime is gone still works\n");
+    } catch (const oar::Error& e) {
+      if (e.code() != OAR_STATUS_FAILED_PRECONDITION) {
+        ++failures;
+        std::fprintf(stderr, "FAIL: released communicator: %s\n", e.what());
+      }
+    }
+  }
+  (void)plugin;
+  return failures;  // the communicators and buffers are destroyed after their runtime
+}
+
+int forgotten_by_the_runtime(const std::string& manifests, const std::string& plugin, int ranks) {
+  return released_with_runtime(manifests + "/" + plugin + ".json", plugin, [&](oar::Runtime& rt) {
+    std::vector<oar::Device*> devices;
+    for (int r = 0; r < ranks; ++r) devices.push_back(&rt.device(plugin + ":" + std::to_string(r)));
+    return oar::Communicator::create_local(devices);
+  });
+}
+
 // --local N: N ranks on the first N devices of one plugin in this process
 // (Communicator::create_local, the plugin's own slots), a thread each.
 int run_local(const std::string& manifests, const std::string& plugin, int ranks,
@@ -518,6 +564,7 @@ int run_local(const std::string& manifests, const std::string& plugin, int ranks
     });
   }
   for (std::thread& thread : threads) thread.join();
+  if (mode == "all") failures[0] += forgotten_by_the_runtime(manifests, plugin, ranks);
   int total = 0;
   for (int f : failures) total += f;
   return total == 0 ? 0 : 1;
@@ -532,6 +579,7 @@ int main(int argc, char** argv) {
     if (key == "--plugins") plugins = argv[i + 1];
     if (key == "--mode") mode = argv[i + 1];
     if (key == "--local") local = std::atoi(argv[i + 1]);
+    if (key == "--quick") g_quick = std::string(argv[i + 1]) == "1";
   }
   if (local > 0) return run_local(manifests, plugins, local, mode);
   int provided = 0;
@@ -562,6 +610,14 @@ int main(int argc, char** argv) {
                                  : oar::Communicator::create(device, g_size, g_rank, id);
     Ctx c{&device, &stream, &comm};
     run_rank(c, mode);
+  }
+  if (mode == "all") {
+    g_failures +=
+        released_with_runtime(manifests + "/" + plugin + ".json", plugin, [&](oar::Runtime& rt) {
+          std::vector<oar::Communicator> comms;
+          comms.push_back(oar::Communicator::from_mpi(rt.device(plugin), MPI_COMM_WORLD));
+          return comms;
+        });
   }
   int failures = 0;
   if (mode != "abort") {
