@@ -84,7 +84,7 @@ std::pair<cl_mem, cl_ulong> scratch(KernelContext& c, uint64_t bytes) {
 // Partials of kChunk elements per work-item for each gradient, combined
 // kChunk at a time until one pass can finish the norm.
 void grad_norm_body(KernelContext& c) {
-  constexpr int64_t kChunk = 4096;
+  constexpr int64_t kChunk = 1024;
   const double p = c.attrs.get_float("norm_type");
   const cl_int kind = p == 1 ? 0 : p == 2 ? 1 : 2;
   const DLDataType dtype = c.inputs[0].dtype;
