@@ -2,6 +2,7 @@
 // plain loops in double (int64 for integers), written from docs/ops.md
 // ("Gradients").
 #include <cmath>
+#include <string>
 
 #include "conformance/reference/reference_parts.h"
 
@@ -44,6 +45,58 @@ void rows(Ctx& c, const std::function<void(std::vector<double>&, const std::vect
   }
 }
 
+void embedding_grad(Ctx& c) {
+  const HostTensor &dy = c.in[0], &index = c.in[1];
+  const int64_t V = c.attrs.get_int("num_embeddings"), D = dy.shape.back();
+  const std::vector<double> g = values(dy);
+  std::vector<double> sum(size_t(V * D), 0.0);
+  for (int64_t p = 0; p < index.numel(); ++p) {
+    const int64_t v = checked_index(index, p, V, "embedding_grad");
+    for (int64_t d = 0; d < D; ++d) sum[size_t(v * D + d)] += g[size_t(p * D + d)];
+  }
+  for (int64_t i = 0; i < V * D; ++i) c.y().set(i, sum[size_t(i)]);
+}
+
+void cross_entropy_grad(Ctx& c) {
+  const HostTensor &dloss = c.in[0], &logits = c.in[1], &target = c.in[2];
+  const int64_t N = logits.shape[0], C = logits.shape[1];
+  const std::string reduction = c.attrs.get_string("reduction");
+  const std::vector<double> lv = values(logits);
+  for (int64_t n = 0; n < N; ++n) {
+    const int64_t t = checked_index(target, n, C, "cross_entropy_grad");
+    const double g = reduction == "none"  ? dloss.get(n)
+                     : reduction == "sum" ? dloss.get(0)
+                                          : dloss.get(0) / double(N);
+    const std::vector<double> row(lv.begin() + n * C, lv.begin() + (n + 1) * C);
+    const double m = row_max(row);
+    double sum = 0;
+    for (double v : row) sum += std::exp(v - m);
+    for (int64_t k = 0; k < C; ++k) {
+      const double p = std::exp(row[size_t(k)] - m) / sum;
+      c.y().set(n * C + k, g * (p - (k == t ? 1.0 : 0.0)));
+    }
+  }
+}
+
+// The transpose of rotary_embedding's rotation: each pair turned back by its angle.
+void rotary_embedding_grad(Ctx& c) {
+  const HostTensor &dy = c.in[0], &cos = c.in[1], &sin = c.in[2];
+  const bool interleaved = c.attrs.get_bool("interleaved");
+  const int64_t D = dy.shape.back(), S = dy.shape[dy.shape.size() - 2], half = D / 2;
+  const int64_t rows = D == 0 ? 0 : dy.numel() / D;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t s = r % S;
+    for (int64_t i = 0; i < half; ++i) {
+      const int64_t first = r * D + (interleaved ? 2 * i : i);
+      const int64_t second = r * D + (interleaved ? 2 * i + 1 : i + half);
+      const double g1 = dy.get(first), g2 = dy.get(second);
+      const double co = cos.get(s * half + i), si = sin.get(s * half + i);
+      c.y().set(first, g1 * co + g2 * si);
+      c.y().set(second, g2 * co - g1 * si);
+    }
+  }
+}
+
 }  // namespace
 
 void add_grad_references(ReferenceTable& table) {
@@ -77,6 +130,9 @@ void add_grad_references(ReferenceTable& table) {
       for (size_t j = 0; j < dy.size(); ++j) dy[j] = dy[j] - std::exp(y[j]) * sum;
     });
   };
+  table["embedding_grad"] = embedding_grad;
+  table["cross_entropy_grad"] = cross_entropy_grad;
+  table["rotary_embedding_grad"] = rotary_embedding_grad;
 }
 
 }  // namespace oar::conformance::ref

@@ -546,7 +546,10 @@ Case case_for(const ops::OpSchema& s) {
   if (name == "conv2d_grad_weight")
     set({{1, 2, 4, 4}, {1, 2, 4, 4}}),
         c.attrs.i("groups", 2).ints("padding", {1}).ints("kernel_size", {3, 3});
-  if (category == "grad") set({{2, 3}, {2, 3}});           // dy and x (or y): one shape
+  if (category == "grad") set({{2, 3}, {2, 3}});  // dy and x (or y): one shape
+  if (name == "embedding_grad") set({{2, 3}, {2}}), c.attrs.i("num_embeddings", 4);
+  if (name == "cross_entropy_grad") set({{}, {3, 4}, {3}});
+  if (name == "rotary_embedding_grad") set({{1, 3, 4}, {3, 2}, {3, 2}});
   if (name == "sgd" || name == "adam" || name == "adamw")  // param, grad, state...: one shape
     set(std::vector<Shape>(s.inputs.size(), Shape{2, 3})), c.attrs.f("lr", 0.1).i("step", 1);
   if (name == "grad_norm") set({{2, 3}, {3}});

@@ -131,6 +131,87 @@ std::vector<OpCase> row_cases(const std::string& op, DLDataType dt) {
   return cases;
 }
 
+// embedding_grad: dy is index.shape + [D]; indices in [0, V) repeat.
+std::vector<OpCase> embedding_cases(DLDataType dt) {
+  const Domain g = uniform(-4, 4);
+  auto c = [&](const char* name, Shape index, DLDataType index_dtype, int64_t V, int64_t D,
+               Domain indices, bool transposed = false) {
+    Shape dy = index;
+    dy.push_back(D);
+    return make_case(name, {spec(dy, dt, g, transposed), spec(index, index_dtype, indices)},
+                     {attr("num_embeddings", V)});
+  };
+  std::vector<OpCase> cases = {
+      c("repeated_indices_i64", {6}, dtype::i64, 4, 5, integers(0, 3)),
+      c("repeated_indices_i32", {6}, dtype::i32, 4, 5, integers(0, 3)),
+      c("index_2d_8x9_v13_d31", {8, 9}, dtype::i64, 13, 31, integers(0, 12)),
+      c("scalar_index", {}, dtype::i32, 3, 7, integers(0, 2)),
+      // Rows no index names are zeros (not left as they were).
+      c("unused_rows_are_zero", {5}, dtype::i64, 20, 3, integers(0, 4)),
+      c("empty_index", {0}, dtype::i64, 3, 5, integers(0, 2)),
+      c("no_embeddings_no_index", {0}, dtype::i32, 0, 4, integers(0, 0)),
+      c("zero_width_d0", {4}, dtype::i64, 3, 0, integers(0, 2)),
+      c("noncontiguous_dy", {13}, dtype::i64, 5, 31, integers(0, 4), true),
+      // Thousands of repeats of a few rows: an f16/bf16 accumulator loses them.
+      c("many_repeats_4096_into_3", {4096}, dtype::i64, 3, 7, integers(0, 2)),
+  };
+  if (dt == dtype::f32) {
+    cases.push_back(c("large_2048_into_512x64", {2048}, dtype::i32, 512, 64, integers(0, 511)));
+  }
+  return cases;
+}
+
+std::vector<OpCase> cross_entropy_cases(DLDataType dt) {
+  auto c = [&](const std::string& name, int64_t N, int64_t C, const char* reduction,
+               DLDataType target_dtype, Domain logits) {
+    const Shape dloss = std::string(reduction) == "none" ? Shape{N} : Shape{};
+    return make_case(name,
+                     {spec(dloss, dt, uniform(0.5, 2)), spec({N, C}, dt, logits),
+                      spec({N}, target_dtype, integers(0, C == 0 ? 0 : C - 1))},
+                     {attr("reduction", reduction)});
+  };
+  const Domain d = uniform(-5, 5);
+  std::vector<OpCase> cases = {
+      c("mean_13x31", 13, 31, "mean", dtype::i64, d),
+      c("sum_13x31_i32", 13, 31, "sum", dtype::i32, d),
+      c("none_13x31", 13, 31, "none", dtype::i64, d),
+      c("one_class_gradient_zero", 7, 1, "mean", dtype::i64, d),
+      c("no_rows_mean", 0, 5, "mean", dtype::i64, d),
+      c("no_rows_none", 0, 5, "none", dtype::i32, d),
+      // Without the max shift e^1000 is inf: NaN rows.
+      c("logits_near_plus_1000", 13, 31, "none", dtype::i64, uniform(995, 1005)),
+      c("logits_spread_pm1000", 13, 31, "sum", dtype::i64, uniform(-1000, 1000)),
+      c("long_rows_16x2048", 16, 2048, "mean", dtype::i64, d),
+      make_case("nan_logit_poisons_its_row",
+                {explicit_values({2}, dt, {1.0, 2.0}),
+                 explicit_values({2, 3}, dt, {1.0, kNaN, 2.0, 1.0, 2.0, 3.0}),
+                 explicit_values({2}, dtype::i64, {0, 2})},
+                {attr("reduction", "none")}),
+  };
+  if (dt == dtype::f32) cases.push_back(c("large_512x1000", 512, 1000, "mean", dtype::i32, d));
+  return cases;
+}
+
+std::vector<OpCase> rotary_cases(DLDataType dt) {
+  const Domain g = uniform(-4, 4), angle = uniform(-1, 1);
+  auto c = [&](const char* name, Shape dy, bool interleaved, bool transposed = false) {
+    const Shape table = {dy[dy.size() - 2], dy.back() / 2};
+    return make_case(name,
+                     {spec(dy, dt, g, transposed), spec(table, dt, angle), spec(table, dt, angle)},
+                     {attr("interleaved", interleaved)});
+  };
+  std::vector<OpCase> cases = {
+      c("half_2x3x5x8", {2, 3, 5, 8}, false),
+      c("interleaved_2x3x5x8", {2, 3, 5, 8}, true),
+      c("rank2_7x6", {7, 6}, false),
+      c("one_position_1x2", {1, 2}, true),
+      c("empty_batch_0x3x4", {0, 3, 4}, false),
+      c("noncontiguous_13x8", {13, 8}, false, true),
+  };
+  if (dt == dtype::f32) cases.push_back(c("large_16x256x128", {16, 256, 128}, false));
+  return cases;
+}
+
 }  // namespace
 
 std::optional<std::vector<OpCase>> grad_cases(const ops::OpSchema& schema, DLDataType dtype,
@@ -139,6 +220,9 @@ std::optional<std::vector<OpCase>> grad_cases(const ops::OpSchema& schema, DLDat
   const std::string op = schema.name;
   if (is_pointwise_grad(op)) return pointwise_cases(op, dtype);
   if (in_set(op, {"softmax_grad", "log_softmax_grad"})) return row_cases(op, dtype);
+  if (op == "embedding_grad") return embedding_cases(dtype);
+  if (op == "cross_entropy_grad") return cross_entropy_cases(dtype);
+  if (op == "rotary_embedding_grad") return rotary_cases(dtype);
   return std::nullopt;
 }
 
@@ -147,6 +231,11 @@ std::optional<Family> grad_family(const ops::OpSchema& schema) {
   if (op == "relu_grad") return Family::kExact;
   if (is_pointwise_grad(op)) return Family::kTranscendental;
   if (in_set(op, {"softmax_grad", "log_softmax_grad"})) return Family::kNormalized;
+  // embedding_grad's sums are of one row's repeats (no magnitude: its index
+  // input is no term of the sum).
+  if (in_set(op, {"embedding_grad", "cross_entropy_grad", "rotary_embedding_grad"})) {
+    return Family::kNormalized;
+  }
   return std::nullopt;
 }
 

@@ -49,10 +49,12 @@ constexpr Source dy() { return {Source::kUpstream, 0}; }
 constexpr Source input(int i) { return {Source::kInput, i}; }
 constexpr Source output(int i) { return {Source::kOutput, i}; }
 
-// One draw of the forward call: its inputs and attributes.
+// One draw of the forward call: its inputs and attributes (given to the
+// gradient too), and attributes only the gradient takes.
 struct Draw {
   std::vector<InputSpec> inputs;
   std::vector<AttrValue> attrs;
+  std::vector<AttrValue> grad_attrs = {};
 };
 using Drawer = std::function<Draw(Random& random, DLDataType dtype)>;
 
@@ -101,6 +103,64 @@ Drawer along_axis(Domain domain) {
   };
 }
 
+// embedding(weight [V, D], index) with repeated indices; the gradient needs V.
+Drawer embedding_draw() {
+  return [](Random& random, DLDataType dt) {
+    const int64_t V = random.integer(1, 5), D = random.integer(1, 4);
+    const Shape index = random_shape(random, 0);
+    return Draw{
+        {generated({V, D}, dt, uniform(-2, 2)), generated(index, dtype::i64, integers(0, V - 1))},
+        {},
+        {attr("num_embeddings", V)}};
+  };
+}
+
+// cross_entropy(logits [N, C], target) with a random reduction.
+Drawer cross_entropy_draw() {
+  return [](Random& random, DLDataType dt) {
+    const int64_t N = random.integer(1, 4), C = random.integer(1, 6);
+    const char* reductions[] = {"mean", "sum", "none"};
+    return Draw{
+        {generated({N, C}, dt, uniform(-3, 3)), generated({N}, dtype::i64, integers(0, C - 1))},
+        {attr("reduction", reductions[random.integer(0, 2)])}};
+  };
+}
+
+// rotary_embedding(x [..., S, D], cos [S, D/2], sin [S, D/2]), either pair layout.
+Drawer rotary_draw() {
+  return [](Random& random, DLDataType dt) {
+    Shape x = random_shape(random, 2);
+    x.back() = 2 * random.integer(1, 3);
+    const Shape table = {x[x.size() - 2], x.back() / 2};
+    return Draw{{generated(x, dt, uniform(-2, 2)), generated(table, dt, uniform(-1, 1)),
+                 generated(table, dt, uniform(-1, 1))},
+                {attr("interleaved", random.integer(0, 1) == 1)}};
+  };
+}
+
+// layer_norm(x, weight, bias) / rms_norm(x, weight): x of rank >= 1, [D] tables.
+Drawer norm_draw(size_t inputs) {
+  return [inputs](Random& random, DLDataType dt) {
+    const Shape x = random_shape(random, 1);
+    Draw d{{generated(x, dt, uniform(-2, 2)), generated({x.back()}, dt, uniform(0.5, 1.5))}, {}};
+    if (inputs == 3) d.inputs.push_back(generated({x.back()}, dt, uniform(-1, 1)));
+    return d;
+  };
+}
+
+// max_pool2d / avg_pool2d of x [N, C, H, W], kernel 2, stride 1 or 2, padding 0 or 1.
+Drawer pool_draw(bool average) {
+  return [average](Random& random, DLDataType dt) {
+    const Shape x = {random.integer(1, 2), random.integer(1, 2), random.integer(2, 5),
+                     random.integer(2, 5)};
+    Draw d{{generated(x, dt, uniform(-4, 4))},
+           {attr("kernel_size", Shape{2, 2}), attr("stride", Shape{random.integer(1, 2)}),
+            attr("padding", Shape{random.integer(0, 1)})}};
+    if (average) d.attrs.push_back(attr("count_include_pad", random.integer(0, 1) == 1));
+    return d;
+  };
+}
+
 // The gradient operators checked, one line each (nn_grad adds its own).
 const std::vector<GradientEntry>& gradient_table() {
   static const std::vector<GradientEntry> table = {
@@ -118,6 +178,17 @@ const std::vector<GradientEntry>& gradient_table() {
        "tanh_form"},
       {"softmax_grad", "softmax", {dy(), output(0)}, {0}, along_axis(uniform(-3, 3))},
       {"log_softmax_grad", "log_softmax", {dy(), output(0)}, {0}, along_axis(uniform(-3, 3))},
+      {"layer_norm_grad", "layer_norm", {dy(), input(0), input(1)}, {0, 1, 2}, norm_draw(3)},
+      {"rms_norm_grad", "rms_norm", {dy(), input(0), input(1)}, {0, 1}, norm_draw(2)},
+      {"max_pool2d_grad", "max_pool2d", {dy(), input(0)}, {0}, pool_draw(false)},
+      {"avg_pool2d_grad", "avg_pool2d", {dy(), input(0)}, {0}, pool_draw(true)},
+      {"embedding_grad", "embedding", {dy(), input(1)}, {0}, embedding_draw()},
+      {"cross_entropy_grad",
+       "cross_entropy",
+       {dy(), input(0), input(1)},
+       {0},
+       cross_entropy_draw()},
+      {"rotary_embedding_grad", "rotary_embedding", {dy(), input(1), input(2)}, {0}, rotary_draw()},
   };
   return table;
 }
@@ -125,6 +196,12 @@ const std::vector<GradientEntry>& gradient_table() {
 struct Prepared {
   Draw draw;
   std::vector<HostTensor> forward_inputs;
+  // The gradient's attributes: the forward's and its own.
+  std::vector<AttrValue> grad_attrs() const {
+    std::vector<AttrValue> all = draw.attrs;
+    all.insert(all.end(), draw.grad_attrs.begin(), draw.grad_attrs.end());
+    return all;
+  }
 };
 
 Prepared prepare(const GradientEntry& e, DLDataType dt, const std::string& seed_text, int k) {
@@ -145,6 +222,7 @@ std::string call_text(const GradientEntry& e, const Prepared& p) {
   }
   text += ")";
   for (const AttrValue& a : p.draw.attrs) text += " " + a.text();
+  for (const AttrValue& a : p.draw.grad_attrs) text += " " + a.text();
   return text;
 }
 
@@ -189,7 +267,7 @@ void finite_difference_check(Stream& stream, const std::string& id, const Gradie
     const std::vector<HostTensor> y = on_device(stream, forward, p.forward_inputs, p.draw.attrs);
     const HostTensor upstream = random_upstream(y[0], id + "#dy" + std::to_string(k));
     const std::vector<HostTensor> dx =
-        on_device(stream, grad, gradient_inputs(e, upstream, p.forward_inputs, y), p.draw.attrs);
+        on_device(stream, grad, gradient_inputs(e, upstream, p.forward_inputs, y), p.grad_attrs());
     for (size_t out = 0; out < e.wrt.size(); ++out) {
       const size_t w = size_t(e.wrt[out]);
       const HostTensor& x = p.forward_inputs[w];
@@ -243,8 +321,8 @@ void reference_check(Stream& stream, const std::string& id, const GradientEntry&
     const std::vector<HostTensor> y = run_host(what, forward, p.forward_inputs, p.draw.attrs);
     const HostTensor upstream = random_upstream(y[0], id + "#dy" + std::to_string(k));
     const std::vector<HostTensor> in = gradient_inputs(e, upstream, p.forward_inputs, y);
-    const std::vector<HostTensor> got = on_device(stream, grad, in, p.draw.attrs);
-    const std::vector<HostTensor> expected = run_host(what, grad, in, p.draw.attrs);
+    const std::vector<HostTensor> got = on_device(stream, grad, in, p.grad_attrs());
+    const std::vector<HostTensor> expected = run_host(what, grad, in, p.grad_attrs());
     for (size_t out = 0; out < got.size(); ++out) {
       expect_close(what, out, got[out], expected[out], tolerance_for(dt, family));
     }

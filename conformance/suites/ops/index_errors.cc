@@ -69,6 +69,21 @@ std::vector<IndexCase> index_cases() {
        [](Stream& s, const Tensor& logits, const Tensor& target) {
          ops::call(s, "cross_entropy", {&logits, &target}, {{"reduction", "none"}});
        }},
+      {"embedding_grad",
+       {2, 2, 3},
+       {2, 2},
+       5,
+       [](Stream& s, const Tensor& dy, const Tensor& i) {
+         ops::call(s, "embedding_grad", {&dy, &i}, {{"num_embeddings", 5}});
+       }},
+      {"cross_entropy_grad",
+       {3, 7},
+       {3},
+       7,
+       [](Stream& s, const Tensor& logits, const Tensor& target) {
+         const Tensor dloss = Tensor::empty(s.device(), {3}, dtype::f32, &s);
+         ops::call(s, "cross_entropy_grad", {&dloss, &logits, &target}, {{"reduction", "none"}});
+       }},
   };
 }
 

@@ -5,6 +5,7 @@
 // for 1 - sigmoid(x)).
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "kernels/kernel.h"
 
@@ -109,6 +110,125 @@ void row_kernel(KernelContext& context) {
   });
 }
 
+// Throws OUT_OF_RANGE naming |op|, the first bad index and the bound.
+template <typename I>
+void check_indices(const char* op, const I* index, int64_t count, int64_t bound) {
+  for (int64_t i = 0; i < count; ++i) {
+    if (index[i] < 0 || index[i] >= bound) {
+      throw oar::sdk::Error(OAR_STATUS_OUT_OF_RANGE,
+                            std::string(op) + ": index " + std::to_string(index[i]) + " at " +
+                                std::to_string(i) + " is out of range [0, " +
+                                std::to_string(bound) + ")");
+    }
+  }
+}
+
+// Calls |f(I{})| with the index type of |index| (i32 or i64).
+template <typename F>
+void with_index(const View& index, F&& f) {
+  if (index.dtype == dtype::i64) {
+    f(int64_t{});
+  } else {
+    f(int32_t{});
+  }
+}
+
+// dweight[v, :] = sum of dy[p, :] over the p with index[p] = v, summed in double.
+void embedding_grad_kernel(KernelContext& context) {
+  const View dy = context.inputs[0], index = context.inputs[1], dw = context.outputs[0];
+  const int64_t rows = dw.shape[0], width = dw.shape[1], count = index.numel();
+  if (dw.numel() == 0) return;
+  with_float(dw.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    launch(context.call, [=] {
+      with_index(index, [&](auto index_tag) {
+        using I = decltype(index_tag);
+        const I* idx = index.ptr<I>();
+        check_indices("embedding_grad", idx, count, rows);
+        std::vector<double> sum(size_t(rows * width), 0.0);
+        const T* g = dy.ptr<T>();
+        for (int64_t p = 0; p < count; ++p) {
+          double* row = sum.data() + int64_t(idx[p]) * width;
+          for (int64_t d = 0; d < width; ++d) row[d] += double(load(g + p * width + d));
+        }
+        T* out = dw.ptr<T>();
+        for (int64_t i = 0; i < rows * width; ++i) store(out + i, sum[size_t(i)]);
+      });
+    });
+  });
+}
+
+// dlogits[n, :] = g_n (softmax(logits[n, :]) - onehot(target[n])).
+void cross_entropy_grad_kernel(KernelContext& context) {
+  const View dloss = context.inputs[0], logits = context.inputs[1], target = context.inputs[2];
+  const View dx = context.outputs[0];
+  const std::string reduction = context.attrs.get_string("reduction");
+  const int64_t rows = logits.shape[0], classes = logits.shape[1];
+  if (dx.numel() == 0) return;
+  const int mode = reduction == "none" ? 0 : reduction == "sum" ? 1 : 2;
+  with_float(dx.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    launch(context.call, [=] {
+      with_index(target, [&](auto index_tag) {
+        using I = decltype(index_tag);
+        const I* t = target.ptr<I>();
+        check_indices("cross_entropy_grad", t, rows, classes);
+        const T* x = logits.ptr<T>();
+        const T* dl = dloss.ptr<T>();
+        T* out = dx.ptr<T>();
+#pragma omp parallel for if (rows * classes > kParallelWork) schedule(static)
+        for (int64_t r = 0; r < rows; ++r) {
+          const double g = mode == 0   ? double(load(dl + r))
+                           : mode == 1 ? double(load(dl))
+                                       : double(load(dl)) / double(rows);
+          const T* row = x + r * classes;
+          double max = load(row);
+          for (int64_t j = 1; j < classes; ++j) {
+            const double v = load(row + j);
+            if (v > max || std::isnan(v)) max = std::isnan(max) ? max : v;
+          }
+          double sum = 0;
+          for (int64_t j = 0; j < classes; ++j) sum += std::exp(double(load(row + j)) - max);
+          for (int64_t j = 0; j < classes; ++j) {
+            const double p = std::exp(double(load(row + j)) - max) / sum;
+            store(out + r * classes + j, g * (p - (j == int64_t(t[r]) ? 1.0 : 0.0)));
+          }
+        }
+      });
+    });
+  });
+}
+
+// rotary_embedding's rotation transposed: each pair turned back by its angle.
+void rotary_grad_kernel(KernelContext& context) {
+  const View dy = context.inputs[0], cos = context.inputs[1], sin = context.inputs[2];
+  const View dx = context.outputs[0];
+  const bool interleaved = context.attrs.get_bool("interleaved");
+  if (dx.numel() == 0) return;
+  const int64_t d = dy.shape[dy.ndim - 1], positions = dy.shape[dy.ndim - 2], half = d / 2;
+  const int64_t rows = dy.numel() / d;
+  with_float(dx.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    launch(context.call, [=] {
+#pragma omp parallel for if (rows * d > kParallelWork) schedule(static)
+      for (int64_t r = 0; r < rows; ++r) {
+        const T* in = dy.ptr<T>() + r * d;
+        T* out = dx.ptr<T>() + r * d;
+        const T* c = cos.ptr<T>() + r % positions * half;
+        const T* s = sin.ptr<T>() + r % positions * half;
+        for (int64_t i = 0; i < half; ++i) {
+          const int64_t first = interleaved ? 2 * i : i,
+                        second = interleaved ? 2 * i + 1 : i + half;
+          const compute_t<T> g1 = load(in + first), g2 = load(in + second), ci = load(c + i),
+                             si = load(s + i);
+          store(out + first, g1 * ci + g2 * si);
+          store(out + second, g2 * ci - g1 * si);
+        }
+      }
+    });
+  });
+}
+
 }  // namespace
 
 void register_grad_kernels(const oar::sdk::KernelRegistrar& registrar, AllocationTable* table) {
@@ -118,6 +238,17 @@ void register_grad_kernels(const oar::sdk::KernelRegistrar& registrar, Allocatio
   }
   register_op(registrar, "softmax_grad", &row_kernel, two, 0, table);
   register_op(registrar, "log_softmax_grad", &row_kernel, two, 0, table);
+  std::vector<std::vector<DLDataType>> embedding, cross_entropy;
+  for (DLDataType t : ops::dtypes_in(ops::kFloats)) {
+    for (DLDataType i : {dtype::i32, dtype::i64}) {
+      embedding.push_back({t, i, t});
+      cross_entropy.push_back({t, t, i, t});
+    }
+  }
+  register_op(registrar, "embedding_grad", &embedding_grad_kernel, embedding, 0, table);
+  register_op(registrar, "cross_entropy_grad", &cross_entropy_grad_kernel, cross_entropy, 0, table);
+  register_op(registrar, "rotary_embedding_grad", &rotary_grad_kernel,
+              same_signatures(ops::kFloats, 3, 1), 0, table);
 }
 
 }  // namespace oar::cpu

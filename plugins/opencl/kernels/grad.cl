@@ -67,4 +67,85 @@ __kernel void softmax_grad(gcptr dy, ulong dyo, gcptr y, ulong yo, gptr dx, ulon
   }
 }
 
+// ---- embedding_grad: one work-item per element (v, d) of dweight [V, D] -----
+// Sums dy[p, d] over the positions p whose index is v (in index order); an
+// index outside [0, V) raises the stream's error flag.
+#define EMBEDDING_GRAD(I)                                                                         \
+  __kernel void embedding_grad_##I(gcptr dy, ulong dyo, gcptr index, ulong io, gptr dw, ulong dwo, \
+                                   long rows, long width, long count, __global int* error) {       \
+    long i = get_global_id(0);                                                                    \
+    if (i >= rows * width) return;                                                                \
+    long v = i / width, d = i % width;                                                            \
+    WIDE s = 0;                                                                                   \
+    for (long p = 0; p < count; ++p) {                                                            \
+      long t = (long)ld_##I(index + io, p);                                                       \
+      if (t < 0 || t >= rows) *error = 1;                                                         \
+      if (t == v) s += (WIDE)LD(dy + dyo, p * width + d);                                         \
+    }                                                                                             \
+    ST(dw + dwo, i, (CX)s);                                                                       \
+  }
+EMBEDDING_GRAD(i32)
+EMBEDDING_GRAD(i64)
+
+// ---- cross_entropy_grad: one work-item per row; mode 0 none, 1 sum, 2 mean ---
+#define CROSS_ENTROPY_GRAD(I)                                                                  \
+  __kernel void cross_entropy_grad_##I(gcptr dloss, ulong dlo, gcptr logits, ulong lo,         \
+                                       gcptr target, ulong to, gptr dx, ulong dxo, long rows,  \
+                                       long classes, int mode, __global int* error) {          \
+    long r = get_global_id(0);                                                                 \
+    if (r >= rows) return;                                                                     \
+    long t = (long)ld_##I(target + to, r);                                                     \
+    if (t < 0 || t >= classes) {                                                               \
+      *error = 1;                                                                              \
+      return;                                                                                  \
+    }                                                                                          \
+    WIDE g = mode == 0 ? (WIDE)LD(dloss + dlo, r) : (WIDE)LD(dloss + dlo, 0);                  \
+    if (mode == 2) g /= (WIDE)rows;                                                            \
+    gcptr in = logits + lo;                                                                    \
+    long base = r * classes;                                                                   \
+    WIDE m = (WIDE)LD(in, base);                                                               \
+    for (long j = 1; j < classes; ++j) {                                                       \
+      WIDE v = (WIDE)LD(in, base + j);                                                         \
+      m = (v > m || v != v) && m == m ? v : m;                                                 \
+    }                                                                                          \
+    WIDE s = 0;                                                                                \
+    for (long j = 0; j < classes; ++j) s += exp((WIDE)LD(in, base + j) - m);                   \
+    for (long j = 0; j < classes; ++j) {                                                       \
+      WIDE p = exp((WIDE)LD(in, base + j) - m) / s;                                            \
+      ST(dx + dxo, base + j, (CX)(g * (p - (j == t ? (WIDE)1 : (WIDE)0))));                    \
+    }                                                                                          \
+  }
+CROSS_ENTROPY_GRAD(i32)
+CROSS_ENTROPY_GRAD(i64)
+
+// ---- rotary_embedding_grad: dy is [rows, S, D]; cos/sin are [S, D/2] --------
+// The transposed rotation: dx1 = dy1 c + dy2 s, dx2 = dy2 c - dy1 s.
+__kernel void rotary_grad(gcptr dy, ulong dyo, gcptr cs, ulong co, gcptr sn, ulong so, gptr dx,
+                          ulong dxo, long n, long seq, long dim, int interleaved) {
+  long i = get_global_id(0);
+  if (i >= n) return;
+  long e = i % dim;
+  long s = (i / dim) % seq;
+  long base = i - e;
+  long half_dim = dim / 2;
+  long pair, first, second;
+  bool is_first;
+  if (interleaved) {
+    pair = e / 2;
+    first = base + 2 * pair;
+    second = first + 1;
+    is_first = (e % 2) == 0;
+  } else {
+    pair = e < half_dim ? e : e - half_dim;
+    first = base + pair;
+    second = first + half_dim;
+    is_first = e < half_dim;
+  }
+  WIDE g1 = (WIDE)LD(dy + dyo, first);
+  WIDE g2 = (WIDE)LD(dy + dyo, second);
+  WIDE c = (WIDE)LD(cs + co, s * half_dim + pair);
+  WIDE sv = (WIDE)LD(sn + so, s * half_dim + pair);
+  ST(dx + dxo, i, (CX)(is_first ? g1 * c + g2 * sv : g2 * c - g1 * sv));
+}
+
 #endif
