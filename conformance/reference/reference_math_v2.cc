@@ -1,5 +1,6 @@
 // The reference implementation of the operators of core/ops/schema_math_v2.cc:
 // plain loops in double (int64 for integers), written from docs/ops.md.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -110,12 +111,55 @@ void logsumexp(Ctx& c) {
   }
 }
 
+// sort, argsort and topk: each row along the axis ordered by value, NaN
+// above everything, equal values (and NaNs, and +0 with -0) in index order;
+// the first |k| positions (sort, argsort: all) written as values (bit
+// copies) and i64 indices.
+void order(Ctx& c, bool descending, int64_t k, bool values) {
+  const HostTensor& x = c.x();
+  std::vector<bool> mask(x.shape.size(), false);
+  if (!mask.empty()) mask[size_t(c.axis())] = true;
+  const auto outer = offsets(x.shape, negate(mask)), inner = offsets(x.shape, mask);
+  const auto out_outer = offsets(c.y().shape, negate(mask));
+  const auto out_inner = offsets(c.y().shape, mask);
+  HostTensor& indices = c.out[values ? 1 : 0];
+  const bool fl = is_float(x.dtype);
+  // a below b: NaN is the largest, equal values are neither below the other.
+  auto below = [&](int64_t a, int64_t b) {
+    if (!fl) return x.get_int(a) < x.get_int(b);
+    const double u = x.get(a), v = x.get(b);
+    return !std::isnan(u) && (std::isnan(v) || u < v);
+  };
+  for (size_t o = 0; o < outer.size(); ++o) {
+    std::vector<int64_t> idx(inner.size());
+    for (size_t i = 0; i < idx.size(); ++i) idx[i] = int64_t(i);
+    std::stable_sort(idx.begin(), idx.end(), [&](int64_t a, int64_t b) {
+      const int64_t ea = outer[o] + inner[size_t(a)], eb = outer[o] + inner[size_t(b)];
+      return descending ? below(eb, ea) : below(ea, eb);
+    });
+    for (int64_t r = 0; r < k; ++r) {
+      const int64_t to = out_outer[o] + out_inner[size_t(r)];
+      if (values) copy_element(c.y(), to, x, outer[o] + inner[size_t(idx[size_t(r)])]);
+      indices.set_int(to, idx[size_t(r)]);
+    }
+  }
+}
+
+int64_t axis_length(const Ctx& c) {
+  return c.x().shape.empty() ? 1 : c.x().shape[size_t(c.axis())];
+}
+
 }  // namespace
 
 void add_math_v2_references(ReferenceTable& table) {
   table["cumsum"] = [](Ctx& c) { scan(c, false); };
   table["cumprod"] = [](Ctx& c) { scan(c, true); };
   table["logsumexp"] = logsumexp;
+  table["sort"] = [](Ctx& c) { order(c, c.attrs.get_bool("descending"), axis_length(c), true); };
+  table["argsort"] = [](Ctx& c) {
+    order(c, c.attrs.get_bool("descending"), axis_length(c), false);
+  };
+  table["topk"] = [](Ctx& c) { order(c, c.attrs.get_bool("largest"), c.attrs.get_int("k"), true); };
   table["clip"] = [](Ctx& c) { ternary(c, clip_f, clip_i); };
   table["remainder"] = [](Ctx& c) { binary(c, remainder_f, remainder_i); };
   table["fmod"] = [](Ctx& c) { binary(c, fmod_f, fmod_i); };

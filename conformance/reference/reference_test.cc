@@ -555,6 +555,7 @@ Case case_for(const ops::OpSchema& s) {
   if (name == "grad_norm") set({{2, 3}, {3}});
   if (name == "clip_grad_norm") set({{2, 3}, {}}), c.attrs.f("max_norm", 1);
   if (category == "math") set(std::vector<Shape>(s.inputs.size(), Shape{2, 3}));  // math_v2
+  if (name == "topk") c.attrs.i("k", 2);                                          // math_v2
   if (name == "flip" || name == "tril" || name == "triu") set({{2, 3}});          // layout_v2
   if (name == "expand") set({{1, 3}}), c.attrs.ints("shape", {2, 3});
   if (name == "pad") set({{2, 3}}), c.attrs.ints("pads", {1, 0, 0, 1}).s("mode", "reflect");

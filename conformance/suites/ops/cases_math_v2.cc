@@ -292,6 +292,68 @@ std::vector<OpCase> logsumexp_cases(DLDataType dt) {
   return cases;
 }
 
+// sort, argsort and topk: every case compares the values and the i64
+// indices exactly, so ties (few distinct values), NaN, infinities and signed
+// zeros test the order the spec states, not just a sorted multiset.
+std::vector<OpCase> order_cases(const std::string& op, DLDataType dt) {
+  const bool topk = op == "topk";
+  const char* flag = topk ? "largest" : "descending";
+  const Domain d = is_float(dt) ? uniform(-8, 8) : integers(-1000, 1000);
+  const Domain ties = integers(-3, 3);
+  std::vector<OpCase> cases;
+  auto add = [&](const char* name, Shape shape, int64_t axis, bool direction, int64_t k,
+                 Domain domain, bool transposed = false) {
+    std::vector<AttrValue> attrs = {attr("axis", axis), attr(flag, direction)};
+    if (topk) attrs.push_back(attr("k", k));
+    cases.push_back(make_case(name, {spec(shape, dt, domain, transposed)}, attrs));
+  };
+  const bool first = topk;  // topk's default: the largest first
+  if (!topk) add("scalar", {}, 0, false, 0, d);
+  add("empty_rows", {0, 5}, -1, first, 2, d);
+  add("odd_7", {7}, 0, first, 3, d);
+  add("rows_13x31", {13, 31}, -1, first, 5, d);
+  add("rows_13x31_other_direction", {13, 31}, -1, !first, 5, d);
+  add("axis0_13x31", {13, 31}, 0, first, 4, d);
+  add("middle_axis_7x13x5", {7, 13, 5}, 1, !first, 13, d);
+  add("noncontiguous_13x31", {13, 31}, -1, first, 7, d, true);
+  // Few distinct values: equal values keep their index order, both ways.
+  add("ties_13x31", {13, 31}, -1, first, 9, ties);
+  add("ties_13x31_other_direction", {13, 31}, -1, !first, 9, ties);
+  add("ties_axis0_31x13", {31, 13}, 0, first, 31, ties);
+  add("long_rows_8x2048", {8, 2048}, -1, first, 100, d);
+  if (topk) {
+    add("k_0", {13, 31}, -1, true, 0, d);
+    add("k_1", {13, 31}, -1, false, 1, d);
+    add("k_all_rows_of_one", {13, 1}, -1, true, 1, d);
+  } else {
+    add("empty_axis", {5, 0}, -1, false, 0, d);
+  }
+  if (is_float(dt)) {
+    // NaN above +inf (last ascending, first descending), NaNs and equal
+    // zeros of either sign in index order.
+    const double n = kNaN, i = kInf;
+    for (bool direction : {false, true}) {
+      std::vector<AttrValue> attrs = {attr("axis", int64_t(-1)), attr(flag, direction)};
+      if (topk) attrs.push_back(attr("k", int64_t(6)));
+      cases.push_back(
+          make_case(direction ? "nan_inf_zeros_other_direction" : "nan_inf_zeros",
+                    {explicit_values({2, 10}, dt, {n,    1, -i, 0.0, i,   n,  -0.0, 1,  -1, 0.0,  //
+                                                   -0.0, n, 2,  i,   0.0, -i, i,    -2, n,  -0.0})},
+                    attrs));
+    }
+  } else {
+    // The ends of the range: i64 values a double cannot tell apart.
+    const uint64_t min = dt == dtype::i32 ? 0x80000000ull : 0x8000000000000000ull;
+    const uint64_t max = dt == dtype::i32 ? 0x7fffffffull : 0x7fffffffffffffffull;
+    std::vector<AttrValue> attrs = {attr("axis", int64_t(0)), attr(flag, true)};
+    if (topk) attrs.push_back(attr("k", int64_t(4)));
+    cases.push_back(make_case("ends_of_the_range",
+                              {bit_values(dt, {max - 1, min, max, min + 1, 0, max, max - 1})},
+                              attrs));
+  }
+  return cases;
+}
+
 }  // namespace
 
 std::optional<std::vector<OpCase>> math_v2_cases(const ops::OpSchema& schema, DLDataType dtype,
@@ -306,6 +368,7 @@ std::optional<std::vector<OpCase>> math_v2_cases(const ops::OpSchema& schema, DL
   if (in_set(op, {"logical_not", "bitwise_not"})) return unary_cases(dtype);
   if (in_set(op, {"cumsum", "cumprod"})) return scan_cases(op, dtype);
   if (op == "logsumexp") return logsumexp_cases(dtype);
+  if (in_set(op, {"sort", "argsort", "topk"})) return order_cases(op, dtype);
   return std::nullopt;
 }
 
@@ -316,8 +379,9 @@ std::optional<Family> math_v2_family(const ops::OpSchema& schema) {
   if (op == "cumsum") return Family::kAccumulate;     // every output a sum of terms
   if (op == "cumprod") return Family::kProduct;       // rtol grows with the row length
   if (op == "logsumexp") return Family::kNormalized;  // as softmax and cross_entropy
-  if (in_set(op, {"clip", "fmod", "logical_and", "logical_or", "logical_xor", "logical_not",
-                  "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not"})) {
+  if (in_set(op,
+             {"sort", "argsort", "topk", "clip", "fmod", "logical_and", "logical_or", "logical_xor",
+              "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not"})) {
     return Family::kExact;
   }
   return std::nullopt;

@@ -2,11 +2,14 @@
 // clip, remainder, fmod, logical and bitwise operators, each one strided pass
 // with every input broadcast to the output (16-bit floats computed in float and
 // rounded once at the store).
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "kernels/kernel.h"
 #include "kernels/loops.h"
@@ -239,6 +242,52 @@ void logsumexp_kernel(KernelContext& context) {
   });
 }
 
+// sort, argsort, topk: each row's indices stably sorted by value (NaN above
+// everything), the first k written as values (bit copies) and i64 indices.
+void order_kernel(KernelContext& context) {
+  const std::string op = context.schema.name;
+  const View& x = context.inputs[0];
+  const bool values = op != "argsort";
+  const View& v = context.outputs[0];
+  const View& ind = context.outputs[values ? 1 : 0];
+  const int axis = oar::sdk::normalize_axis(context.attrs.get_int("axis"), x.ndim, "axis");
+  int64_t before = 1, len = 1, after = 1;
+  for (int d = 0; d < x.ndim; ++d) {
+    (d < axis ? before : d == axis ? len : after) *= x.shape[d];
+  }
+  const bool descending =
+      op == "topk" ? context.attrs.get_bool("largest") : context.attrs.get_bool("descending");
+  const int64_t k = op == "topk" ? context.attrs.get_int("k") : len;
+  if (before * after * k == 0) return;
+  with_dtype<ops::kNumbers>(x.dtype, [&](auto t) {
+    using T = decltype(t);
+    const T* px = x.ptr<const T>();
+    T* pv = v.ptr<T>();
+    int64_t* pi = ind.ptr<int64_t>();
+    launch(context.call, [=] {
+      const int64_t rows = before * after;
+#pragma omp parallel for if (rows * len > 2 * kGrain) schedule(static)
+      for (int64_t r = 0; r < rows; ++r) {
+        const T* row = px + r / after * len * after + r % after;
+        std::vector<int64_t> idx(static_cast<size_t>(len));
+        for (int64_t i = 0; i < len; ++i) idx[size_t(i)] = i;
+        auto below = [&](int64_t a, int64_t b) {
+          const auto p = load(row + a * after), q = load(row + b * after);
+          return !(p != p) && (q != q || p < q);  // NaN is the largest
+        };
+        std::stable_sort(idx.begin(), idx.end(), [&](int64_t a, int64_t b) {
+          return descending ? below(b, a) : below(a, b);
+        });
+        const int64_t out = r / after * k * after + r % after;
+        for (int64_t j = 0; j < k; ++j) {
+          if (values) pv[out + j * after] = row[idx[size_t(j)] * after];
+          pi[out + j * after] = idx[size_t(j)];
+        }
+      }
+    });
+  });
+}
+
 }  // namespace
 
 void register_math_v2_kernels(const oar::sdk::KernelRegistrar& registrar, AllocationTable* table) {
@@ -263,6 +312,14 @@ void register_math_v2_kernels(const oar::sdk::KernelRegistrar& registrar, Alloca
     register_op(registrar, op, body, same_signatures(schema.dtypes, schema.inputs.size(), 1), 0,
                 table);
   }
+  std::vector<std::vector<DLDataType>> with_indices, indices_only;
+  for (DLDataType t : ops::dtypes_in(ops::kNumbers)) {
+    with_indices.push_back({t, t, dtype::i64});
+    indices_only.push_back({t, dtype::i64});
+  }
+  register_op(registrar, "sort", order_kernel, with_indices, 0, table);
+  register_op(registrar, "topk", order_kernel, with_indices, 0, table);
+  register_op(registrar, "argsort", order_kernel, indices_only, 0, table);
 }
 
 }  // namespace oar::cpu

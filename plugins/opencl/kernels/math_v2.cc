@@ -124,6 +124,30 @@ void logsumexp_body(KernelContext& context) {
                  {x.memory, xo, y.memory, yo, g});
 }
 
+// sort, argsort, topk: one work-item per element (math_v2.cl's m_rank).
+void order_body(KernelContext& context) {
+  const std::string op = context.schema.name;
+  const View& x = context.inputs[0];
+  const bool values = op != "argsort";
+  const View& v = context.outputs[0];
+  const View& ind = context.outputs[values ? 1 : 0];
+  const int axis = normalize_axis(context.attrs.get_int("axis"), x.ndim, "axis");
+  cl_long before = 1, n = 1, after = 1;
+  for (int d = 0; d < x.ndim; ++d) {
+    (d < axis ? before : d == axis ? n : after) *= x.shape[d];
+  }
+  const cl_int descending =
+      op == "topk" ? context.attrs.get_bool("largest") : context.attrs.get_bool("descending");
+  const cl_long k = op == "topk" ? context.attrs.get_int("k") : n;
+  const cl_long total = before * n * after;
+  if (total == 0 || k == 0) return;
+  const cl_ulong xo = x.offset, vo = v.offset, io = ind.offset;
+  const cl_int write_values = values;
+  context.launch(
+      Source::kMathV2, x.dtype, "m_rank", total,
+      {x.memory, xo, v.memory, vo, ind.memory, io, total, n, after, k, descending, write_values});
+}
+
 }  // namespace
 
 void register_math_v2_kernels(const oar::sdk::KernelRegistrar& registrar) {
@@ -134,6 +158,14 @@ void register_math_v2_kernels(const oar::sdk::KernelRegistrar& registrar) {
     register_op(registrar, op, elementwise_body,
                 same_signatures(schema.dtypes, schema.inputs.size(), 1));
   }
+  std::vector<std::vector<DLDataType>> with_indices, indices_only;
+  for (DLDataType t : ops::dtypes_in(ops::kNumbers)) {
+    with_indices.push_back({t, t, dtype::i64});
+    indices_only.push_back({t, dtype::i64});
+  }
+  register_op(registrar, "sort", order_body, with_indices);
+  register_op(registrar, "topk", order_body, with_indices);
+  register_op(registrar, "argsort", order_body, indices_only);
   register_op(registrar, "logsumexp", logsumexp_body,
               same_signatures(ops::find_schema("logsumexp")->dtypes, 1, 1));
   for (const char* op : {"cumsum", "cumprod"}) {

@@ -158,6 +158,41 @@ __kernel void m_logsumexp(gcptr x, ulong xo, gptr y, ulong yo, red_t g) {
 }
 #endif
 
+#ifndef IS_BOOL
+// ---- sort, argsort, topk: one work-item per element ------------------------
+// Its rank in its row is the number of elements ordered before it (NaN above
+// everything, equal values by index); the element goes to that position if
+// it is below k. x is contiguous: row r starts at (r / after) * n * after +
+// r % after and steps by |after|; the outputs have k along the axis.
+inline bool below(CX p, CX q) {
+#ifdef IS_FLOAT
+  return p == p && (q != q || p < q);
+#else
+  return p < q;
+#endif
+}
+
+__kernel void m_rank(gcptr x, ulong xo, gptr v, ulong vo, gptr ind, ulong io, long total, long n,
+                     long after, long k, int descending, int values) {
+  long e = get_global_id(0);
+  if (e >= total) return;
+  long r = e / n, i = e % n;
+  long base = r / after * n * after + r % after;
+  CX p = LD(x + xo, base + i * after);
+  long rank = 0;
+  for (long j = 0; j < n; ++j) {
+    CX q = LD(x + xo, base + j * after);
+    bool before = descending ? below(p, q) : below(q, p);
+    bool tie = !below(p, q) && !below(q, p);
+    rank += (before || (tie && j < i)) ? 1 : 0;
+  }
+  if (rank >= k) return;
+  long o = r / after * k * after + r % after + rank * after;
+  if (values) ((__global SX*)(v + vo))[o] = ((__global const SX*)(x + xo))[base + i * after];
+  st_i64(ind + io, o, i);
+}
+#endif
+
 // ---- logical (bool) and bitwise (integers, bool) --------------------------
 #ifndef IS_FLOAT
 // bool loads as 0/1 whatever the stored byte, so & | ^ are the truth tables.

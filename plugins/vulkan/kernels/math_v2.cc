@@ -113,6 +113,40 @@ void logsumexp_kernel(KernelContext& c) {
            {{0, x.buffer()}, {3, y.buffer()}}, p.data(), p.size(), uint64_t(n));
 }
 
+// sort, argsort, topk: one invocation per element (shaders/math_v2_rank.comp).
+void order_kernel(KernelContext& c) {
+  const std::string op = c.schema.name;
+  const TensorRef& x = c.inputs[0];
+  const bool values = op != "argsort";
+  const TensorRef& v = c.outputs[0];
+  const TensorRef& ind = c.outputs[values ? 1 : 0];
+  const int axis = normalize_axis(c.attrs.get_int("axis"), x.ndim);
+  int64_t before = 1, n = 1, after = 1;
+  for (int d = 0; d < x.ndim; ++d) {
+    (d < axis ? before : d == axis ? n : after) *= x.shape[d];
+  }
+  const bool descending =
+      op == "topk" ? c.attrs.get_bool("largest") : c.attrs.get_bool("descending");
+  const int64_t k = op == "topk" ? c.attrs.get_int("k") : n;
+  const int64_t total = before * n * after;
+  if (total == 0 || k == 0) return;
+  require_loop_budget(c, uint64_t(total), uint64_t(n), "a row");
+  Params p;
+  p.add(total);
+  p.add(n);
+  p.add(after);
+  p.add(k);
+  p.add(x.offset);
+  p.add(v.offset);
+  p.add(ind.offset);
+  p.add(descending ? 1 : 0);
+  p.add(values ? 1 : 0);
+  std::vector<Binding> bindings = {{0, x.buffer()}, {2, ind.buffer()}};
+  if (values) bindings.push_back({1, v.buffer()});
+  dispatch(c.stream, module_name("math_v2_rank", {x.dtype}), 0, bindings, p.data(), p.size(),
+           uint64_t(total));
+}
+
 }  // namespace
 
 void register_math_v2_kernels(const oar::sdk::KernelRegistrar& registrar) {
@@ -123,6 +157,14 @@ void register_math_v2_kernels(const oar::sdk::KernelRegistrar& registrar) {
     register_op(registrar, op, elementwise_kernel,
                 same_signatures(schema.dtypes, schema.inputs.size(), 1));
   }
+  std::vector<std::vector<DLDataType>> with_indices, indices_only;
+  for (DLDataType t : ops::dtypes_in(ops::kNumbers & kSupported)) {
+    with_indices.push_back({t, t, dtype::i64});
+    indices_only.push_back({t, dtype::i64});
+  }
+  register_op(registrar, "sort", order_kernel, with_indices);
+  register_op(registrar, "topk", order_kernel, with_indices);
+  register_op(registrar, "argsort", order_kernel, indices_only);
   register_op(registrar, "logsumexp", logsumexp_kernel,
               same_signatures(ops::find_schema("logsumexp")->dtypes, 1, 1));
   for (const char* op : {"cumsum", "cumprod"}) {

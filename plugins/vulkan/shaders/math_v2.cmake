@@ -11,3 +11,7 @@ endforeach()
 foreach(a 1 2 3)  # f16 bf16 f32
   list(APPEND variants "math_v2_logsumexp_${a}|math_v2_logsumexp.comp|-DDT=${a}")
 endforeach()
+foreach(a 1 2 3 4 5)  # f16 bf16 f32 i32 i64
+  # sort, argsort and topk: ranks within each row.
+  list(APPEND variants "math_v2_rank_${a}|math_v2_rank.comp|-DDT=${a}")
+endforeach()

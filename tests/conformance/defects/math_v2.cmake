@@ -19,3 +19,6 @@ oar_add_defect(math_v2_cumsum_half_accumulator FILTER "ops/cumsum/f16/*" EXPECT 
 # logsumexp without the shift by the maximum: caught by the rows near +-1000.
 oar_add_defect(math_v2_logsumexp_no_max_shift FILTER "ops/logsumexp/f32/*" EXPECT not_certified
                AREA ops OPS logsumexp DTYPE f32 ID_REGEX "1000")
+# Descending sort as the reversed ascending one: ties in decreasing index order.
+oar_add_defect(math_v2_sort_descending_reversed FILTER "ops/sort/i32/*" EXPECT not_certified
+               AREA ops OPS sort DTYPE i32 ID_REGEX "ties")
