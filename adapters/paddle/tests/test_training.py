@@ -17,7 +17,10 @@ LOSS_RTOL = 1e-4
 
 
 def train(device):
-    env = dict(os.environ, GLOG_vmodule="kernel_factory=3", GLOG_minloglevel="0")
+    # OAR_VALIDATE=1: every call the adapter makes through the plugin's table
+    # is checked (freed or foreign handles, out-of-range copies, leaks).
+    env = dict(os.environ, GLOG_vmodule="kernel_factory=3", GLOG_minloglevel="0",
+               OAR_VALIDATE="1")
     # Importing paddle here set OMP_NUM_THREADS=1; a process that starts with
     # it set and loads the cpu plugin (libgomp) beside Paddle's libiomp5
     # corrupts its heap at exit (docs/paddle.md, "Known problems").
@@ -29,6 +32,7 @@ def train(device):
         raise AssertionError(f"training on {device} hung; its log ends: {str(e.stderr)[-2000:]}")
     assert r.returncode == 0, r.stderr[-3000:]
     losses = json.loads(r.stdout.strip().splitlines()[-1])
+    assert "validation:" not in r.stderr, r.stderr[r.stderr.index("validation:"):][:2000]
     # Fallbacks of one steady-state step (the last): kernel -> count.
     steps = re.split(r"STEP \S+", r.stderr)
     last = steps[-2] if len(steps) >= 3 else ""
