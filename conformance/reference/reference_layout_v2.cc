@@ -8,14 +8,12 @@
 namespace oar::conformance::ref {
 namespace {
 
-// The coordinates of row-major element |i| of |shape|.
-Shape coordinates(const Shape& shape, int64_t i) {
-  Shape at(shape.size());
+// Steps |at| to the next row-major position of |shape| (an odometer).
+void next_position(const Shape& shape, Shape& at) {
   for (size_t d = shape.size(); d-- > 0;) {
-    at[d] = i % shape[d];
-    i /= shape[d];
+    if (++at[d] < shape[d]) return;
+    at[d] = 0;
   }
-  return at;
 }
 
 int64_t linear(const Shape& shape, const Shape& at) {
@@ -34,12 +32,10 @@ void flip(Ctx& c) {
   for (int64_t a : axes) {
     if (!shape.empty()) flipped[size_t(a < 0 ? a + int64_t(shape.size()) : a)] = true;
   }
-  for (int64_t i = 0; i < x.numel(); ++i) {
-    Shape at = coordinates(shape, i);
-    for (size_t d = 0; d < shape.size(); ++d) {
-      if (flipped[d]) at[d] = shape[d] - 1 - at[d];
-    }
-    copy_element(c.y(), i, x, linear(shape, at));
+  Shape at(shape.size(), 0), q(shape.size());
+  for (int64_t i = 0; i < x.numel(); ++i, next_position(shape, at)) {
+    for (size_t d = 0; d < shape.size(); ++d) q[d] = flipped[d] ? shape[d] - 1 - at[d] : at[d];
+    copy_element(c.y(), i, x, linear(shape, q));
   }
 }
 
@@ -48,9 +44,9 @@ void flip(Ctx& c) {
 void triangle(Ctx& c, bool lower) {
   const HostTensor& x = c.x();
   const int64_t diagonal = c.attrs.get_int("diagonal");
+  const int64_t rows = x.shape[x.shape.size() - 2], cols = x.shape.back();
   for (int64_t i = 0; i < x.numel(); ++i) {
-    Shape at = coordinates(x.shape, i);
-    const int64_t row = at[at.size() - 2], col = at[at.size() - 1];
+    const int64_t row = i / cols % rows, col = i % cols;
     // col - row cannot wrap: both lie in [0, 2^63).
     const bool keep = lower ? col - row <= diagonal : col - row >= diagonal;
     if (keep) copy_element(c.y(), i, x, i);
@@ -62,12 +58,9 @@ void expand(Ctx& c) {
   const HostTensor& x = c.x();
   HostTensor& y = c.y();
   const size_t lead = y.shape.size() - x.shape.size();
-  for (int64_t i = 0; i < y.numel(); ++i) {
-    Shape at = coordinates(y.shape, i);
-    Shape from(at.begin() + int64_t(lead), at.end());
-    for (size_t d = 0; d < from.size(); ++d) {
-      if (x.shape[d] == 1) from[d] = 0;
-    }
+  Shape at(y.shape.size(), 0), from(x.shape.size());
+  for (int64_t i = 0; i < y.numel(); ++i, next_position(y.shape, at)) {
+    for (size_t d = 0; d < from.size(); ++d) from[d] = x.shape[d] == 1 ? 0 : at[lead + d];
     copy_element(y, i, x, linear(x.shape, from));
   }
 }
@@ -82,8 +75,9 @@ void pad(Ctx& c) {
   const std::string mode = c.attrs.get_string("mode");
   const double value = c.attrs.get_float("value");
   const size_t rank = x.shape.size();
-  for (int64_t i = 0; i < y.numel(); ++i) {
-    Shape at = coordinates(y.shape, i);
+  Shape position(rank, 0), at(rank);
+  for (int64_t i = 0; i < y.numel(); ++i, next_position(y.shape, position)) {
+    at = position;
     bool outside = false;
     for (size_t d = 0; d < rank; ++d) {
       const int64_t n = x.shape[d];
@@ -129,8 +123,9 @@ void scatter(Ctx& c, bool add) {
   y.bytes = x.bytes;
   const size_t axis = size_t(c.layout_axis());
   const bool integer = !is_float(y.dtype);
-  for (int64_t i = 0; i < index.numel(); ++i) {
-    Shape at = coordinates(index.shape, i);
+  Shape position(index.shape.size(), 0), at(index.shape.size());
+  for (int64_t i = 0; i < index.numel(); ++i, next_position(index.shape, position)) {
+    at = position;
     at[axis] = checked_index(index, i, x.shape[axis], c.schema.name);
     const int64_t q = linear(x.shape, at);
     if (!add) {
