@@ -1,5 +1,6 @@
 // The reference implementation of the operators of core/ops/schema_nn_grad.cc:
 // plain loops in double (int64 for integers), written from docs/ops.md.
+#include <algorithm>
 #include <cmath>
 
 #include "conformance/reference/reference_parts.h"
@@ -134,6 +135,58 @@ void conv_grad(Ctx& c, bool input) {
   for (size_t i = 0; i < acc.size(); ++i) c.out[0].set(int64_t(i), acc[i]);
 }
 
+// scaled_dot_product_attention's gradients, per leading index and query i
+// over its visible keys j (p = softmax of the scores, y = Σ p v):
+// dv[j] += p_ij dy[i]; ds_ij = p_ij (dy[i]·v[j] - dy[i]·y[i]);
+// dq[i] = scale Σ_j ds_ij k[j]; dk[j] += scale ds_ij q[i].
+void attention_grad(Ctx& c) {
+  const HostTensor &q = c.in[1], &k = c.in[2], &v = c.in[3];
+  const size_t r = q.shape.size();
+  const int64_t Lq = q.shape[r - 2], D = q.shape[r - 1], Lk = k.shape[r - 2], Dv = v.shape[r - 1];
+  const bool causal = c.attrs.get_bool("causal");
+  const int64_t shift = c.attrs.get_string("causal_alignment") == "top_left" ? 0 : Lk - Lq;
+  double scale = c.attrs.get_float("scale");
+  if (scale == 0) scale = D > 0 ? 1.0 / std::sqrt(double(D)) : 1.0;
+  const auto dy = values(c.in[0]), qv = values(q), kv = values(k), vv = values(v);
+  std::vector<double> dq(qv.size(), 0.0), dk(kv.size(), 0.0), dv(vv.size(), 0.0);
+  std::vector<double> p(static_cast<size_t>(Lk)), dp(static_cast<size_t>(Lk));
+  for (int64_t b = 0; b < product(q.shape, 0, r - 2); ++b) {
+    for (int64_t i = 0; i < Lq; ++i) {
+      const int64_t visible = causal ? std::clamp<int64_t>(i + shift + 1, 0, Lk) : Lk;
+      double m = -kInf, sum = 0, delta = 0;
+      for (int64_t j = 0; j < visible; ++j) {
+        double s = 0;
+        for (int64_t d = 0; d < D; ++d)
+          s += qv[size_t((b * Lq + i) * D + d)] * kv[size_t((b * Lk + j) * D + d)];
+        p[size_t(j)] = s * scale;
+        m = nan_max(m, p[size_t(j)]);
+      }
+      for (int64_t j = 0; j < visible; ++j) sum += (p[size_t(j)] = std::exp(p[size_t(j)] - m));
+      for (int64_t j = 0; j < visible; ++j) {
+        p[size_t(j)] /= sum;
+        double t = 0;
+        for (int64_t e = 0; e < Dv; ++e)
+          t += dy[size_t((b * Lq + i) * Dv + e)] * vv[size_t((b * Lk + j) * Dv + e)];
+        dp[size_t(j)] = t;
+        delta += p[size_t(j)] * t;
+      }
+      for (int64_t j = 0; j < visible; ++j) {
+        const double ds = p[size_t(j)] * (dp[size_t(j)] - delta) * scale;
+        for (int64_t e = 0; e < Dv; ++e) {
+          dv[size_t((b * Lk + j) * Dv + e)] += p[size_t(j)] * dy[size_t((b * Lq + i) * Dv + e)];
+        }
+        for (int64_t d = 0; d < D; ++d) {
+          dq[size_t((b * Lq + i) * D + d)] += ds * kv[size_t((b * Lk + j) * D + d)];
+          dk[size_t((b * Lk + j) * D + d)] += ds * qv[size_t((b * Lq + i) * D + d)];
+        }
+      }
+    }
+  }
+  for (size_t i = 0; i < dq.size(); ++i) c.out[0].set(int64_t(i), dq[i]);
+  for (size_t i = 0; i < dk.size(); ++i) c.out[1].set(int64_t(i), dk[i]);
+  for (size_t i = 0; i < dv.size(); ++i) c.out[2].set(int64_t(i), dv[i]);
+}
+
 }  // namespace
 
 void add_nn_grad_references(ReferenceTable& table) {
@@ -143,6 +196,7 @@ void add_nn_grad_references(ReferenceTable& table) {
   table["avg_pool2d_grad"] = [](Ctx& c) { pool_grad(c, false); };
   table["conv2d_grad_input"] = [](Ctx& c) { conv_grad(c, true); };
   table["conv2d_grad_weight"] = [](Ctx& c) { conv_grad(c, false); };
+  table["scaled_dot_product_attention_grad"] = attention_grad;
 }
 
 }  // namespace oar::conformance::ref

@@ -543,6 +543,8 @@ Case case_for(const ops::OpSchema& s) {
   if (name == "conv2d_grad_input")
     set({{1, 2, 4, 4}, {2, 1, 3, 3}}),
         c.attrs.i("groups", 2).ints("padding", {1}).ints("input_size", {4, 4});
+  if (name == "scaled_dot_product_attention_grad")
+    set({{1, 2, 3, 2}, {1, 2, 3, 4}, {1, 2, 5, 4}, {1, 2, 5, 2}}), c.attrs.b("causal", true);
   if (name == "conv2d_grad_weight")
     set({{1, 2, 4, 4}, {1, 2, 4, 4}}),
         c.attrs.i("groups", 2).ints("padding", {1}).ints("kernel_size", {3, 3});

@@ -1,6 +1,7 @@
 // Schema entries and shape rules of the gradients of the normalizations, conv2d, pooling and
 // attention (issue 14). docs/ops.md states their semantics ("Gradients of the neural-network
 // operators").
+#include <algorithm>
 #include <array>
 #include <string>
 #include <string_view>
@@ -136,6 +137,31 @@ OpSchema conv_grad(const char* name, const char* second, const char* size_attr,
   return s;
 }
 
+// scaled_dot_product_attention_grad(dy, q, k, v) -> dq, dk, dv: the forward
+// operator's shapes, dy [..., Lq, Dv].
+std::vector<Shape> attention_grad_rule(const OpSchema& schema, const std::vector<Shape>& in,
+                                       const Attrs& attrs) {
+  const Shape &dy = in[0], &q = in[1], &k = in[2], &v = in[3];
+  if (q.size() < 2 || k.size() != q.size() || v.size() != q.size() || dy.size() != q.size()) {
+    fail(schema, "dy, q, k and v must have one rank >= 2");
+  }
+  const size_t r = q.size();
+  Shape y = q;
+  y[r - 1] = v[r - 1];
+  if (k[r - 1] != q[r - 1] || v[r - 2] != k[r - 2] ||
+      !std::equal(q.begin(), q.end() - 2, k.begin()) ||
+      !std::equal(q.begin(), q.end() - 2, v.begin()) || dy != y) {
+    fail(schema, "expects dy [..., Lq, Dv], q [..., Lq, D], k [..., Lk, D], v [..., Lk, Dv], got " +
+                     shape_text(dy) + ", " + shape_text(q) + ", " + shape_text(k) + ", " +
+                     shape_text(v));
+  }
+  const std::string alignment = attrs.get_string("causal_alignment");
+  if (alignment != "bottom_right" && alignment != "top_left") {
+    fail(schema, "causal_alignment must be bottom_right or top_left, not " + alignment);
+  }
+  return {q, k, v};
+}
+
 OpSchema norm_grad(const char* name, bool with_bias, double eps, const char* summary) {
   std::vector<const char*> outputs = {"dx", "dweight"};
   if (with_bias) outputs.push_back("dbias");
@@ -178,6 +204,18 @@ void add_nn_grad_schemas(std::vector<OpSchema>& s) {
                         "dx of conv2d from dy and weight; input_size is x's [H, W]"));
   s.push_back(conv_grad("conv2d_grad_weight", "x", "kernel_size",
                         "dweight of conv2d from dy and x; kernel_size is weight's [KH, KW]"));
+  OpSchema attention{"scaled_dot_product_attention_grad",
+                     "nn_grad",
+                     {{"dy"}, {"q"}, {"k"}, {"v"}},
+                     {"dq", "dk", "dv"},
+                     {bool_attr("causal", false), float_attr("scale", 0.0),
+                      string_attr("causal_alignment", "bottom_right")},
+                     kFloats,
+                     DtypeRule::kSame,
+                     -1,
+                     "dq, dk, dv of scaled_dot_product_attention (softmax recomputed)"};
+  attention.shape_fn = attention_grad_rule;
+  s.push_back(attention);
 }
 
 }  // namespace oar::ops::detail

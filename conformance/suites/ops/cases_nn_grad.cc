@@ -180,6 +180,43 @@ std::vector<OpCase> conv_grad_cases(const std::string& op, DLDataType dt) {
   return cases;
 }
 
+// scaled_dot_product_attention_grad(dy, q, k, v): attention's own shapes and
+// masks, dy of the output's shape.
+std::vector<OpCase> attention_grad_cases(DLDataType dt) {
+  const Domain d = uniform(-1, 1);
+  auto c = [&](const char* name, Shape q, Shape k, Shape v, bool causal,
+               const char* alignment = "bottom_right", double scale = 0, bool dy_transposed = false,
+               Domain qk = uniform(-1, 1)) {
+    Shape y = q;
+    y.back() = v.back();
+    return make_case(
+        name, {spec(y, dt, d, dy_transposed), spec(q, dt, qk), spec(k, dt, qk), spec(v, dt, d)},
+        {attr("causal", causal), attr("scale", scale), attr("causal_alignment", alignment)});
+  };
+  return {
+      c("basic_lq7_lk11", {2, 3, 7, 16}, {2, 3, 11, 16}, {2, 3, 11, 8}, false),
+      c("causal_square", {2, 3, 9, 16}, {2, 3, 9, 16}, {2, 3, 9, 16}, true),
+      c("explicit_scale_0.5", {1, 2, 5, 8}, {1, 2, 6, 8}, {1, 2, 6, 8}, false, "bottom_right", 0.5),
+      c("rank2", {5, 8}, {6, 8}, {6, 4}, false),
+      c("rank3_causal", {4, 13, 8}, {4, 13, 8}, {4, 13, 8}, true),
+      c("empty_batch", {0, 2, 5, 8}, {0, 2, 5, 8}, {0, 2, 5, 8}, false),
+      c("noncontiguous_dy", {2, 3, 7, 16}, {2, 3, 11, 16}, {2, 3, 11, 8}, false, "bottom_right", 0,
+        true),
+      c("large_causal_2x4x64x32", {2, 4, 64, 32}, {2, 4, 64, 32}, {2, 4, 64, 32}, true),
+      // Bottom-right: with more queries than keys the first queries see no
+      // key and send no gradient; top-left: query i sees keys 0..i.
+      c("causal_fewer_queries_lq5_lk9", {2, 3, 5, 16}, {2, 3, 9, 16}, {2, 3, 9, 8}, true),
+      c("causal_more_queries_lq9_lk5", {2, 3, 9, 16}, {2, 3, 5, 16}, {2, 3, 5, 8}, true),
+      c("causal_top_left_fewer_queries_lq5_lk9", {2, 3, 5, 16}, {2, 3, 9, 16}, {2, 3, 9, 8}, true,
+        "top_left"),
+      c("causal_top_left_more_queries_lq9_lk5", {2, 3, 9, 16}, {2, 3, 5, 16}, {2, 3, 5, 8}, true,
+        "top_left"),
+      // Scores sharp enough that the scale's effect exceeds every tolerance.
+      c("explicit_scale_4_sharp", {1, 2, 5, 8}, {1, 2, 6, 8}, {1, 2, 6, 8}, false, "bottom_right",
+        4.0, false, uniform(-2, 2)),
+  };
+}
+
 }  // namespace
 
 std::optional<std::vector<OpCase>> nn_grad_cases(const ops::OpSchema& schema, DLDataType dtype,
@@ -189,6 +226,7 @@ std::optional<std::vector<OpCase>> nn_grad_cases(const ops::OpSchema& schema, DL
   if (op == "layer_norm_grad" || op == "rms_norm_grad") return norm_grad_cases(op, dtype);
   if (op == "max_pool2d_grad" || op == "avg_pool2d_grad") return pool_grad_cases(op, dtype);
   if (op == "conv2d_grad_input" || op == "conv2d_grad_weight") return conv_grad_cases(op, dtype);
+  if (op == "scaled_dot_product_attention_grad") return attention_grad_cases(dtype);
   return std::nullopt;
 }
 
@@ -196,8 +234,8 @@ std::optional<Family> nn_grad_family(const ops::OpSchema& schema) {
   // Several outputs (the norms) cannot use the accumulate family's magnitude,
   // which the suite computes for output 0 only; the pools' sums have a few
   // terms each.
-  if (in_set(schema.name,
-             {"layer_norm_grad", "rms_norm_grad", "max_pool2d_grad", "avg_pool2d_grad"})) {
+  if (in_set(schema.name, {"layer_norm_grad", "rms_norm_grad", "max_pool2d_grad", "avg_pool2d_grad",
+                           "scaled_dot_product_attention_grad"})) {
     return Family::kNormalized;
   }
   // Sums of products, like conv2d: compared with their magnitude.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -250,6 +251,84 @@ void conv_grad_weight_kernel(KernelContext& context) {
   });
 }
 
+struct AttentionGrad {
+  int64_t batch, lq, lk, d, dv, shift;
+  double scale;
+  bool causal;
+};
+
+// Per batch item (in parallel): each query's softmax over its visible keys,
+// then dv += p dy, ds = p (dy.v - dy.y), dq = scale ds k, dk += scale ds q, in
+// double.
+template <typename T>
+void attention_grad_run(View dy, View q, View k, View v, View dq, View dk, View dv,
+                        AttentionGrad s) {
+#pragma omp parallel for if (s.batch * s.lq * s.lk * (s.d + s.dv) > kParallelWork)
+  for (int64_t b = 0; b < s.batch; ++b) {
+    const T* pg = dy.ptr<T>() + b * s.lq * s.dv;
+    const T* pq = q.ptr<T>() + b * s.lq * s.d;
+    const T* pk = k.ptr<T>() + b * s.lk * s.d;
+    const T* pv = v.ptr<T>() + b * s.lk * s.dv;
+    std::vector<double> gq(size_t(s.lq * s.d), 0.0), gk(size_t(s.lk * s.d), 0.0),
+        gv(size_t(s.lk * s.dv), 0.0), p(size_t(s.lk)), dp(size_t(s.lk));
+    for (int64_t i = 0; i < s.lq; ++i) {
+      const int64_t visible = s.causal ? std::clamp<int64_t>(i + s.shift + 1, 0, s.lk) : s.lk;
+      double m = -std::numeric_limits<double>::infinity(), sum = 0, delta = 0;
+      for (int64_t j = 0; j < visible; ++j) {
+        double dot = 0;
+        for (int64_t e = 0; e < s.d; ++e)
+          dot += double(load(pq + i * s.d + e)) * load(pk + j * s.d + e);
+        p[size_t(j)] = dot * s.scale;
+        if (std::isnan(p[size_t(j)]) || p[size_t(j)] > m) m = std::isnan(m) ? m : p[size_t(j)];
+      }
+      for (int64_t j = 0; j < visible; ++j) sum += (p[size_t(j)] = std::exp(p[size_t(j)] - m));
+      for (int64_t j = 0; j < visible; ++j) {
+        p[size_t(j)] /= sum;
+        double dot = 0;
+        for (int64_t e = 0; e < s.dv; ++e) {
+          dot += double(load(pg + i * s.dv + e)) * load(pv + j * s.dv + e);
+        }
+        dp[size_t(j)] = dot;
+        delta += p[size_t(j)] * dot;
+      }
+      for (int64_t j = 0; j < visible; ++j) {
+        const double ds = p[size_t(j)] * (dp[size_t(j)] - delta) * s.scale;
+        for (int64_t e = 0; e < s.dv; ++e)
+          gv[size_t(j * s.dv + e)] += p[size_t(j)] * load(pg + i * s.dv + e);
+        for (int64_t e = 0; e < s.d; ++e) {
+          gq[size_t(i * s.d + e)] += ds * load(pk + j * s.d + e);
+          gk[size_t(j * s.d + e)] += ds * load(pq + i * s.d + e);
+        }
+      }
+    }
+    for (size_t i = 0; i < gq.size(); ++i) store(dq.ptr<T>() + b * s.lq * s.d + int64_t(i), gq[i]);
+    for (size_t i = 0; i < gk.size(); ++i) store(dk.ptr<T>() + b * s.lk * s.d + int64_t(i), gk[i]);
+    for (size_t i = 0; i < gv.size(); ++i) store(dv.ptr<T>() + b * s.lk * s.dv + int64_t(i), gv[i]);
+  }
+}
+
+void attention_grad_kernel(KernelContext& context) {
+  View dy = context.inputs[0], q = context.inputs[1], k = context.inputs[2], v = context.inputs[3];
+  View dq = context.outputs[0], dk = context.outputs[1], dv = context.outputs[2];
+  const int r = q.ndim;
+  AttentionGrad s{1,
+                  q.shape[r - 2],
+                  k.shape[r - 2],
+                  q.shape[r - 1],
+                  v.shape[r - 1],
+                  0,
+                  context.attrs.get_float("scale"),
+                  context.attrs.get_bool("causal")};
+  for (int i = 0; i < r - 2; ++i) s.batch *= q.shape[i];
+  if (context.attrs.get_string("causal_alignment") != "top_left") s.shift = s.lk - s.lq;
+  if (s.scale == 0) s.scale = s.d > 0 ? 1 / std::sqrt(double(s.d)) : 1.0;
+  if (dq.numel() == 0 && dk.numel() == 0 && dv.numel() == 0) return;
+  with_float(q.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    launch(context.call, [=] { attention_grad_run<T>(dy, q, k, v, dq, dk, dv, s); });
+  });
+}
+
 }  // namespace
 
 void register_nn_grad_kernels(const oar::sdk::KernelRegistrar& registrar, AllocationTable* table) {
@@ -265,6 +344,8 @@ void register_nn_grad_kernels(const oar::sdk::KernelRegistrar& registrar, Alloca
               same_signatures(ops::kFloats, 2, 1), 0, table);
   register_op(registrar, "conv2d_grad_weight", &conv_grad_weight_kernel,
               same_signatures(ops::kFloats, 2, 1), 0, table);
+  register_op(registrar, "scaled_dot_product_attention_grad", &attention_grad_kernel,
+              same_signatures(ops::kFloats, 4, 3), 0, table);
 }
 
 }  // namespace oar::cpu

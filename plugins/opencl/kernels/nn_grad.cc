@@ -1,5 +1,6 @@
 // opencl kernels of the gradients of the normalizations, conv2d, pooling and attention
 // (core/ops/schema_nn_grad.cc); the OpenCL C side is kernels/nn_grad.cl.
+#include <cmath>
 #include <string>
 
 #include "kernels/kernel.h"
@@ -125,6 +126,70 @@ void conv_grad_body(KernelContext& context) {
                  {dy.memory, other.memory, out.memory, p});
 }
 
+// Mirrors attention_grad_t of nn_grad.cl.
+struct AttentionGrad {
+  int64_t batch, lq, lk, d, dv, shift, causal;
+  int64_t dy_offset, q_offset, k_offset, v_offset;
+};
+
+// Three passes: per query row its softmax statistics (into scratch), dq, and
+// dk with dv.
+void attention_grad_body(KernelContext& context) {
+  const View& dy = context.inputs[0];
+  const View& q = context.inputs[1];
+  const View& k = context.inputs[2];
+  const View& v = context.inputs[3];
+  const View& dq = context.outputs[0];
+  const View& dk = context.outputs[1];
+  const View& dv = context.outputs[2];
+  const int r = q.ndim;
+  AttentionGrad p{1,
+                  q.shape[r - 2],
+                  k.shape[r - 2],
+                  q.shape[r - 1],
+                  v.shape[r - 1],
+                  0,
+                  context.attrs.get_bool("causal") ? 1 : 0,
+                  int64_t(dy.offset),
+                  int64_t(q.offset),
+                  int64_t(k.offset),
+                  int64_t(v.offset)};
+  for (int i = 0; i < r - 2; ++i) p.batch *= q.shape[i];
+  if (context.attrs.get_string("causal_alignment") != "top_left") p.shift = p.lk - p.lq;
+  double scale = context.attrs.get_float("scale");
+  if (scale == 0) scale = p.d > 0 ? 1.0 / std::sqrt(double(p.d)) : 1.0;
+  Real s = context.real(scale);
+  const int64_t rows = p.batch * p.lq;
+  if (dq.numel() == 0 && dk.numel() == 0 && dv.numel() == 0) return;
+  // Three WIDE values (at most 8 bytes each) per query row, 16-byte aligned.
+  oar_memory_t memory = nullptr;
+  uint64_t offset = 0;
+  oar::sdk::require(context.call->scratch_allocate != nullptr, OAR_STATUS_INTERNAL,
+                    "the kernel call has no scratch allocator");
+  oar_status_t status = context.call->scratch_allocate(context.call->scratch_context,
+                                                       uint64_t(rows) * 24 + 16, &memory, &offset);
+  oar::sdk::require(status == OAR_STATUS_OK, status,
+                    "scaled_dot_product_attention_grad: scratch_allocate failed");
+  cl_mem stats = reinterpret_cast<cl_mem>(memory);
+  cl_ulong so = (offset + 15) / 16 * 16;
+  cl_ulong dqo = dq.offset, dko = dk.offset, dvo = dv.offset;
+  if (rows > 0) {
+    context.launch(Source::kNnGrad, q.dtype, "attention_grad_rows", rows,
+                   {dy.memory, q.memory, k.memory, v.memory, stats, so, p, real_arg(s)});
+  }
+  if (dq.numel() > 0) {
+    context.launch(
+        Source::kNnGrad, q.dtype, "attention_grad_q", dq.numel(),
+        {dy.memory, q.memory, k.memory, v.memory, stats, so, dq.memory, dqo, p, real_arg(s)});
+  }
+  const int64_t kv = p.batch * p.lk * (p.d + p.dv);
+  if (kv > 0) {
+    context.launch(Source::kNnGrad, q.dtype, "attention_grad_kv", kv,
+                   {dy.memory, q.memory, k.memory, v.memory, stats, so, dk.memory, dko, dv.memory,
+                    dvo, p, real_arg(s)});
+  }
+}
+
 }  // namespace
 
 void register_nn_grad_kernels(const oar::sdk::KernelRegistrar& registrar) {
@@ -134,6 +199,8 @@ void register_nn_grad_kernels(const oar::sdk::KernelRegistrar& registrar) {
   register_op(registrar, "avg_pool2d_grad", pool_grad_body, same_signatures(ops::kFloats, 2, 1));
   register_op(registrar, "conv2d_grad_input", conv_grad_body, same_signatures(ops::kFloats, 2, 1));
   register_op(registrar, "conv2d_grad_weight", conv_grad_body, same_signatures(ops::kFloats, 2, 1));
+  register_op(registrar, "scaled_dot_product_attention_grad", attention_grad_body,
+              same_signatures(ops::kFloats, 4, 3));
 }
 
 }  // namespace oar::opencl

@@ -179,3 +179,118 @@ __kernel void conv2d_grad_weight(gcptr dy, gcptr x, gptr dweight, conv_grad_t p)
   }
   ST(dweight + p.out_offset, i, (CX)acc);
 }
+
+// ---- scaled_dot_product_attention_grad ---------------------------------------
+// Three passes over [batch, Lq, D] q, [batch, Lk, D] k, [batch, Lk, Dv] v and
+// [batch, Lq, Dv] dy: per query row its score maximum m, exp-sum l and
+// delta = sum_j p_j (dy . v_j) into |stats|; dq per element; dk and dv per
+// element (column c < D: dk, else dv). A causal row i sees keys j < visible(i).
+typedef struct {
+  long batch, lq, lk, d, dv, shift, causal;
+  long dy_offset, q_offset, k_offset, v_offset; /* bytes */
+} attention_grad_t;
+
+inline long attention_visible(const attention_grad_t* p, long i) {
+  return p->causal ? clamp(i + p->shift + 1, 0L, p->lk) : p->lk;
+}
+
+inline WIDE attention_score(gcptr pq, gcptr pk, const attention_grad_t* p, long b, long i, long j,
+                            WIDE scale) {
+  WIDE s = 0;
+  for (long t = 0; t < p->d; ++t) {
+    s += (WIDE)LD(pq, (b * p->lq + i) * p->d + t) * (WIDE)LD(pk, (b * p->lk + j) * p->d + t);
+  }
+  return s * scale;
+}
+
+inline WIDE attention_dp(gcptr pg, gcptr pv, const attention_grad_t* p, long b, long i, long j) {
+  WIDE s = 0;
+  for (long t = 0; t < p->dv; ++t) {
+    s += (WIDE)LD(pg, (b * p->lq + i) * p->dv + t) * (WIDE)LD(pv, (b * p->lk + j) * p->dv + t);
+  }
+  return s;
+}
+
+__kernel void attention_grad_rows(gcptr dy, gcptr q, gcptr k, gcptr v, gptr stats, ulong so,
+                                  attention_grad_t p, real_arg scale_in) {
+  long row = get_global_id(0);
+  if (row >= p.batch * p.lq) return;
+  long b = row / p.lq, i = row % p.lq;
+  gcptr pq = q + p.q_offset;
+  gcptr pk = k + p.k_offset;
+  gcptr pv = v + p.v_offset;
+  gcptr pg = dy + p.dy_offset;
+  WIDE scale = (WIDE)scale_in;
+  long visible = attention_visible(&p, i);
+  WIDE m = 0;
+  for (long j = 0; j < visible; ++j) {
+    WIDE s = attention_score(pq, pk, &p, b, i, j, scale);
+    m = (j == 0 || s > m || s != s) && m == m ? s : m;
+  }
+  WIDE l = 0, weighted = 0;
+  for (long j = 0; j < visible; ++j) {
+    WIDE e = exp(attention_score(pq, pk, &p, b, i, j, scale) - m);
+    l += e;
+    weighted += e * attention_dp(pg, pv, &p, b, i, j);
+  }
+  __global WIDE* st = (__global WIDE*)(stats + so);
+  st[3 * row] = m;
+  st[3 * row + 1] = l;
+  st[3 * row + 2] = visible > 0 ? weighted / l : (WIDE)0;
+}
+
+__kernel void attention_grad_q(gcptr dy, gcptr q, gcptr k, gcptr v, gcptr stats, ulong so,
+                               gptr dq, ulong dqo, attention_grad_t p, real_arg scale_in) {
+  long idx = get_global_id(0);
+  if (idx >= p.batch * p.lq * p.d) return;
+  long t = idx % p.d, row = idx / p.d;
+  long b = row / p.lq, i = row % p.lq;
+  gcptr pq = q + p.q_offset;
+  gcptr pk = k + p.k_offset;
+  gcptr pv = v + p.v_offset;
+  gcptr pg = dy + p.dy_offset;
+  WIDE scale = (WIDE)scale_in;
+  __global const WIDE* st = (__global const WIDE*)(stats + so);
+  WIDE m = st[3 * row], l = st[3 * row + 1], delta = st[3 * row + 2];
+  long visible = attention_visible(&p, i);
+  WIDE acc = 0;
+  for (long j = 0; j < visible; ++j) {
+    WIDE prob = exp(attention_score(pq, pk, &p, b, i, j, scale) - m) / l;
+    WIDE ds = prob * (attention_dp(pg, pv, &p, b, i, j) - delta) * scale;
+    acc += ds * (WIDE)LD(pk, (b * p.lk + j) * p.d + t);
+  }
+  ST(dq + dqo, idx, (CX)acc);
+}
+
+__kernel void attention_grad_kv(gcptr dy, gcptr q, gcptr k, gcptr v, gcptr stats, ulong so,
+                                gptr dk, ulong dko, gptr dv, ulong dvo, attention_grad_t p,
+                                real_arg scale_in) {
+  long width = p.d + p.dv;
+  long idx = get_global_id(0);
+  if (idx >= p.batch * p.lk * width) return;
+  long col = idx % width, key = idx / width;
+  long b = key / p.lk, j = key % p.lk;
+  gcptr pq = q + p.q_offset;
+  gcptr pk = k + p.k_offset;
+  gcptr pv = v + p.v_offset;
+  gcptr pg = dy + p.dy_offset;
+  WIDE scale = (WIDE)scale_in;
+  __global const WIDE* st = (__global const WIDE*)(stats + so);
+  WIDE acc = 0;
+  for (long i = 0; i < p.lq; ++i) {
+    if (j >= attention_visible(&p, i)) continue;
+    long row = b * p.lq + i;
+    WIDE prob = exp(attention_score(pq, pk, &p, b, i, j, scale) - st[3 * row]) / st[3 * row + 1];
+    if (col < p.d) {
+      WIDE ds = prob * (attention_dp(pg, pv, &p, b, i, j) - st[3 * row + 2]) * scale;
+      acc += ds * (WIDE)LD(pq, row * p.d + col);
+    } else {
+      acc += prob * (WIDE)LD(pg, row * p.dv + (col - p.d));
+    }
+  }
+  if (col < p.d) {
+    ST(dk + dko, key * p.d + col, (CX)acc);
+  } else {
+    ST(dv + dvo, key * p.dv + (col - p.d), (CX)acc);
+  }
+}
