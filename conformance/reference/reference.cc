@@ -580,6 +580,22 @@ double gelu(double x, bool tanh_form) {
   return 0.5 * x * (1 + std::tanh(k * (x + 0.044715 * x * x * x)));
 }
 
+// y[..., n] = scale[n] * sum_k x[..., k] * weight[n, k], exact in double
+// (the i8 weights and their products with x are exact), rounded once.
+void matmul_w8(Ctx& c) {
+  const HostTensor &x = c.in[0], &w = c.in[1], &scale = c.in[2];
+  HostTensor& y = c.y();
+  const int64_t K = x.shape.back(), N = w.shape[0];
+  const int64_t rows = K == 0 ? y.numel() / std::max<int64_t>(N, 1) : x.numel() / K;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t n = 0; n < N; ++n) {
+      double acc = 0;
+      for (int64_t k = 0; k < K; ++k) acc += x.get(r * K + k) * double(w.get_int(n * K + k));
+      y.set(r * N + n, scale.get(n) * acc);
+    }
+  }
+}
+
 int64_t add_wrap(int64_t a, int64_t b) { return wrap(uint64_t(a) + uint64_t(b)); }
 int64_t mul_wrap(int64_t a, int64_t b) { return wrap(uint64_t(a) * uint64_t(b)); }
 int64_t neg_wrap(int64_t a) { return wrap(0 - uint64_t(a)); }
@@ -669,6 +685,7 @@ const ReferenceTable& impls() {
         {"argmax", [](Ctx& c) { arg_reduce(c, true); }},
         {"argmin", [](Ctx& c) { arg_reduce(c, false); }},
         {"matmul", matmul},
+        {"matmul_w8", matmul_w8},
         {"softmax", [](Ctx& c) { softmax(c, false); }},
         {"log_softmax", [](Ctx& c) { softmax(c, true); }},
         {"layer_norm", [](Ctx& c) { norm(c, false); }},

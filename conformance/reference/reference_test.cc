@@ -525,6 +525,7 @@ Case case_for(const ops::OpSchema& s) {
   if (name == "gather") set({{2, 3}, {2, 2}}), c.attrs.i("axis", 1);
   if (name == "embedding") set({{4, 3}, {2}});
   if (name == "matmul") set({{2, 3}, {3, 2}});
+  if (name == "matmul_w8") set({{2, 3}, {4, 3}, {4}});  // x, weight (i8), scale
   if (name == "softmax" || name == "log_softmax") set({{2, 3}});
   if (name == "layer_norm") set({{2, 3}, {3}, {3}});
   if (name == "rms_norm") set({{2, 3}, {3}});
@@ -592,6 +593,10 @@ TEST(ReferenceCoverageTest, EveryOperatorRunsOnEveryDtype) {
                                                               : t);
         for (int64_t e = 0; e < x.numel(); ++e) {
           (index || cond) ? x.set_int(e, e % 2) : x.set(e, double((e * 7) % 11) * 0.25 - 1);
+        }
+        if (std::string(s.name) == "matmul_w8" && i == 1) {  // the weight is i8
+          x = HostTensor::zeros(c.shapes[i], dtype::i8);
+          for (int64_t e = 0; e < x.numel(); ++e) x.set_int(e, e * 37 % 256 - 128);
         }
         in.push_back(std::move(x));
       }

@@ -15,6 +15,40 @@
 
 namespace oar::ops {
 namespace detail {
+namespace {
+
+// matmul_w8: x [..., K] of a float dtype, weight [N, K] i8, scale [N] of x's
+// dtype; y [..., N] of x's dtype.
+std::vector<Shape> matmul_w8_shape(const OpSchema& schema, const std::vector<Shape>& in,
+                                   const Attrs&) {
+  const Shape &x = in[0], &w = in[1], &scale = in[2];
+  if (x.empty()) fail(schema, "x needs rank >= 1");
+  expect_rank(schema, w, 2, "weight");
+  expect_rank(schema, scale, 1, "scale");
+  if (w[1] != x.back()) {
+    fail(schema, "weight " + shape_text(w) + " must be [N, K] with K = " +
+                     std::to_string(x.back()) + " (x's last dimension)");
+  }
+  if (scale[0] != w[0]) {
+    fail(schema, "scale " + shape_text(scale) + " must be [N] with N = " + std::to_string(w[0]));
+  }
+  Shape y = x;
+  y.back() = w[0];
+  return {y};
+}
+
+void matmul_w8_dtypes(const OpSchema& schema, const DLTensor* inputs, size_t,
+                      const DLTensor* outputs, size_t) {
+  const DLDataType t = inputs[0].dtype;
+  if ((dtype_bit(t) & schema.dtypes) == 0) fail(schema, "does not take x of " + dtype_name(t));
+  if (!(inputs[1].dtype == dtype::i8)) fail(schema, "weight must be i8");
+  if (!(inputs[2].dtype == t)) fail(schema, "scale must have x's dtype " + dtype_name(t));
+  if (!(outputs[0].dtype == t)) fail(schema, "the output must be " + dtype_name(t));
+}
+
+std::vector<DLDataType> matmul_w8_output(const OpSchema&, DLDataType input) { return {input}; }
+
+}  // namespace
 
 std::vector<OpSchema> build_schemas() {
   const uint32_t kSigned = kFloats | kInts;
@@ -163,6 +197,19 @@ std::vector<OpSchema> build_schemas() {
                DtypeRule::kSame,
                -1,
                "y[..., m, n] = sum_k a[..., m, k] * b[..., k, n]"});
+  OpSchema matmul_w8{"matmul_w8",
+                     "nn",
+                     {{"x"}, {"weight"}, {"scale"}},
+                     {"y"},
+                     {},
+                     kFloats,
+                     DtypeRule::kCustom,
+                     -1,
+                     "y[..., n] = scale[n] * sum_k x[..., k] * weight[n, k]; weight i8 [N, K]"};
+  matmul_w8.shape_fn = &matmul_w8_shape;
+  matmul_w8.check_dtypes_fn = &matmul_w8_dtypes;
+  matmul_w8.output_dtypes_fn = &matmul_w8_output;
+  s.push_back(std::move(matmul_w8));
   s.push_back({"softmax",
                "nn",
                {{"x"}},

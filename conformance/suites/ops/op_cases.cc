@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 
 #include "conformance/suites/ops/op_case_parts.h"
@@ -690,6 +691,31 @@ std::vector<OpCase> matmul_cases(DLDataType dt) {
   return cases;
 }
 
+std::vector<OpCase> matmul_w8_cases(DLDataType dt) {
+  // Per-channel scales as a quantizer makes them (|w| * scale ~ the float
+  // weight), weights over the whole i8 range.
+  const Domain xs = uniform(-1, 1), ws = integers(-128, 127), ss = away_from_zero(0.002, 0.05);
+  auto c = [&](const char* name, Shape x, int64_t n, bool transposed = false,
+               std::optional<Domain> xd = {}, std::optional<Domain> wd = {}) {
+    const int64_t k = x.back();
+    return make_case(name, {spec(x, dt, xd.value_or(xs), transposed),
+                            spec({n, k}, dtype::i8, wd.value_or(ws)), spec({n}, dt, ss)});
+  };
+  return {
+      c("rows_7x13_n5", {7, 13}, 5),
+      c("vector_x_k257_n3", {257}, 3),
+      c("batched_2x3x16_n9", {2, 3, 16}, 9),
+      c("one_row_k4096_n8", {1, 4096}, 8),
+      c("empty_rows", {0, 13}, 5),
+      c("empty_k_gives_zeros", {4, 0}, 5),
+      c("empty_n", {4, 13}, 0),
+      c("noncontiguous_x", {13, 31}, 6, true),
+      c("large_64x1024_n256", {64, 1024}, 256),
+      // A long sum of positive products: an f16/bf16 accumulator fails.
+      c("large_k_16384_positive", {4, 16384}, 4, false, uniform(0, 1), integers(0, 127)),
+  };
+}
+
 std::vector<OpCase> softmax_cases(DLDataType dt) {
   Domain d = uniform(-5, 5);
   auto c = [&](const char* name, Shape x, int64_t axis, Domain domain, bool transposed = false) {
@@ -964,7 +990,7 @@ Family op_family(const ops::OpSchema& schema) {
   if (in_set(op, {"exp", "log", "sin", "cos", "tanh", "sigmoid", "gelu", "silu", "erf", "pow"})) {
     return Family::kTranscendental;
   }
-  if (in_set(op, {"sum", "mean", "matmul", "conv2d"})) return Family::kAccumulate;
+  if (in_set(op, {"sum", "mean", "matmul", "matmul_w8", "conv2d"})) return Family::kAccumulate;
   if (op == "prod") return Family::kProduct;
   if (in_set(op, {"softmax", "log_softmax", "layer_norm", "rms_norm", "batch_norm", "avg_pool2d",
                   "scaled_dot_product_attention", "rotary_embedding", "cross_entropy"})) {
@@ -994,6 +1020,7 @@ std::vector<OpCase> op_cases(const ops::OpSchema& schema, DLDataType dt, uint32_
   if (schema.rule == ops::DtypeRule::kArgReduce) return arg_reduction_cases(op, dt);
   if (category == "reduction") return reduction_cases(op, dt);
   if (op == "matmul") return matmul_cases(dt);
+  if (op == "matmul_w8") return matmul_w8_cases(dt);
   if (op == "softmax" || op == "log_softmax") return softmax_cases(dt);
   if (op == "layer_norm" || op == "rms_norm") return norm_cases(op, dt);
   if (op == "batch_norm") return batch_norm_cases(dt);

@@ -113,6 +113,18 @@ HostTensor widen_to_f64(const HostTensor& x) {
 }
 
 HostTensor abs_as_f64(const HostTensor& x) {
+  if (!is_float(x.dtype)) {
+    // Integers keep their dtype (an operator may require it: matmul_w8's i8
+    // weight); |INT_MIN| does not fit and becomes INT_MAX, 1 less.
+    HostTensor y = x;
+    if (x.dtype == dtype::boolean) return y;
+    const int64_t max = int64_t((uint64_t(1) << (dtype_size(x.dtype) * 8 - 1)) - 1);
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      const int64_t v = x.get_int(i);
+      y.set_int(i, v < -max ? max : v < 0 ? -v : v);
+    }
+    return y;
+  }
   HostTensor y = HostTensor::zeros(x.shape, dtype::f64);
   for (int64_t i = 0; i < x.numel(); ++i) y.set(i, std::fabs(x.get(i)));
   return y;

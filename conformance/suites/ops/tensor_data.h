@@ -73,8 +73,9 @@ HostTensor transpose_last2(const HostTensor& x);
 // |x| with every float tensor converted to f64 (exactly); other dtypes kept.
 // The reference run on it gives the result before the output's rounding.
 HostTensor widen_to_f64(const HostTensor& x);
-// |x| elementwise converted to f64 with absolute values (floats) or kept
-// (integers and bool): what bounds the rounding error of a sum of terms.
+// |x| elementwise: floats converted to f64, integers in their own dtype
+// (|INT_MIN| clamped to INT_MAX), bool kept: what bounds the rounding error
+// of a sum of terms.
 HostTensor abs_as_f64(const HostTensor& x);
 
 // "[13, 31]", and the row-major multi-index of flat element |i|.

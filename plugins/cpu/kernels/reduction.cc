@@ -1,7 +1,8 @@
 // Reductions: sum, mean, max, min and prod over any set of axes, argmax and
 // argmin along one. Floats accumulate in double, integers in their own width
 // (sum and prod wrap); max and min let NaN win, argmax and argmin take NaN as
-// the extreme with the first one winning (NumPy's rules).
+// the extreme with the first one winning (NumPy's rules). matmul_w8 (int8
+// weights) is a sum over K per output.
 #include <limits>
 #include <string>
 #include <vector>
@@ -240,6 +241,33 @@ void arg_kernel(KernelContext& context) {
   });
 }
 
+// matmul_w8: a reduction over K per output, y[r, n] = scale[n] * sum_k x[r,
+// k] * weight[n, k], accumulated in double and rounded once.
+void matmul_w8_kernel(KernelContext& context) {
+  const View x = context.inputs[0], w = context.inputs[1], scale = context.inputs[2],
+             y = context.outputs[0];
+  const int64_t K = x.ndim == 0 ? 1 : x.shape[x.ndim - 1], N = w.shape[0];
+  const int64_t rows = N == 0 ? 0 : y.numel() / N;
+  with_float(x.dtype, [&](auto t) {
+    using T = decltype(t);
+    using Acc = double;
+    launch(context.call, [=] {
+      const T* xs = x.ptr<const T>();
+      const int8_t* ws = w.ptr<const int8_t>();
+      const T* ss = scale.ptr<const T>();
+      T* ys = y.ptr<T>();
+#pragma omp parallel for if (rows * N * K > 2 * kGrain) schedule(static)
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t n = 0; n < N; ++n) {
+          Acc acc = 0;
+          for (int64_t k = 0; k < K; ++k) acc += Acc(load(xs + r * K + k)) * Acc(ws[n * K + k]);
+          store(ys + r * N + n, acc * Acc(load(ss + n)));
+        }
+      }
+    });
+  });
+}
+
 }  // namespace
 
 void register_reduction_kernels(const oar::sdk::KernelRegistrar& registrar,
@@ -256,6 +284,11 @@ void register_reduction_kernels(const oar::sdk::KernelRegistrar& registrar,
   for (DLDataType t : ops::dtypes_in(ops::kNumbers)) arg.push_back({t, dtype::i64});
   register_op(registrar, "argmax", arg_kernel<true>, arg, 0, table);
   register_op(registrar, "argmin", arg_kernel<false>, arg, 0, table);
+  std::vector<std::vector<DLDataType>> w8;
+  for (DLDataType t : ops::dtypes_in(ops::find_schema("matmul_w8")->dtypes)) {
+    w8.push_back({t, dtype::i8, t, t});
+  }
+  register_op(registrar, "matmul_w8", matmul_w8_kernel, w8, 0, table);
 }
 
 }  // namespace oar::cpu

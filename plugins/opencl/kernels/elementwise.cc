@@ -1,5 +1,6 @@
 // Host side of the elementwise kernels (kernels/elementwise.cl): unary,
-// binary with NumPy broadcasting, comparisons, where, cast and fill.
+// binary with NumPy broadcasting, comparisons, where, cast and fill, and
+// matmul_w8 (int8 weights).
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -170,6 +171,21 @@ void cast_body(KernelContext& context) {
   context.launch(Source::kElementwise, x.dtype, name.c_str(), n, {x.memory, xo, y.memory, yo, n});
 }
 
+// y[..., n] = scale[n] * sum_k x[..., k] * weight[n, k]: one work-item per
+// output (inputs are contiguous).
+void matmul_w8_body(KernelContext& context) {
+  const View& x = context.inputs[0];
+  const View& w = context.inputs[1];
+  const View& s = context.inputs[2];
+  const View& y = context.outputs[0];
+  int64_t total = y.numel();
+  if (total == 0) return;
+  int64_t n_out = w.shape[0], k_len = w.shape[1];
+  cl_ulong xo = x.offset, wo = w.offset, so = s.offset, yo = y.offset;
+  context.launch(Source::kElementwise, x.dtype, "matmul_w8", total,
+                 {x.memory, xo, w.memory, wo, s.memory, so, y.memory, yo, n_out, k_len, total});
+}
+
 // ---- fill: the value converted on the host, then clEnqueueFillBuffer ------
 
 float bits_to_float(uint32_t word) {
@@ -317,6 +333,11 @@ void register_elementwise_kernels(const oar::sdk::KernelRegistrar& registrar) {
   for (DLDataType in : ops::dtypes_in(ops::find_schema("where")->dtypes)) {
     wheres.push_back({dtype::boolean, in, in, in});
   }
+  std::vector<std::vector<DLDataType>> w8;
+  for (DLDataType t : ops::dtypes_in(ops::find_schema("matmul_w8")->dtypes)) {
+    w8.push_back({t, dtype::i8, t, t});
+  }
+  register_op(registrar, "matmul_w8", matmul_w8_body, w8);
   register_op(registrar, "cast", cast_body, casts);
   register_op(registrar, "where", where_body, wheres);
   register_op(registrar, "fill", fill_body,

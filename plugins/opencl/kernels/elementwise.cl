@@ -150,6 +150,22 @@ CAST(i8, PLAIN)
 CAST(u8, PLAIN)
 CAST(i16, PLAIN)
 
+// ---- matmul_w8: y[r, n] = scale[n] * sum_k x[r, k] * weight[n, k] -------
+// One work-item per output; weight is i8 [N, K]; the sum is acc_t (double
+// where the device has it), rounded once at the store.
+#ifdef IS_FLOAT
+__kernel void matmul_w8(gcptr x, ulong xo, gcptr w, ulong wo, gcptr s, ulong so, gptr y, ulong yo,
+                        long n_out, long k_len, long total) {
+  long i = get_global_id(0);
+  if (i >= total) return;
+  long r = i / n_out, n = i % n_out;
+  __global const char* wr = (__global const char*)(w + wo) + n * k_len;
+  acc_t acc = 0;
+  for (long k = 0; k < k_len; ++k) acc += (acc_t)LD(x + xo, r * k_len + k) * (acc_t)wr[k];
+  ST(y + yo, i, (CX)(acc * (acc_t)LD(s + so, n)));
+}
+#endif
+
 // ---- indexing: an index outside [0, extent) raises the stream's flag ------
 #define INDEXED(I)                                                                            \
   /* y[o, j, k] = x[o, index[j], k] */                                                        \

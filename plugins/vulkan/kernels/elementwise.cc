@@ -1,6 +1,6 @@
 // fill, copy, cast, where, unary and binary operators and comparisons: all
 // one strided pass of shaders/map.comp, the operator a specialisation
-// constant.
+// constant. And matmul_w8 (int8 weights, shaders/matmul_w8.comp).
 #include <cmath>
 #include <cstring>
 
@@ -137,6 +137,30 @@ void fill_kernel(KernelContext& c) {
   map(c.stream, kMapFill, shape_of(y), {}, {}, {}, as_is(y), low, high);
 }
 
+// matmul_w8 (matmul_w8.comp): y[r, n] = scale[n] * sum_k x[r, k] * weight[n,
+// k], one invocation per output; the inputs are contiguous.
+void matmul_w8_kernel(KernelContext& c) {
+  const TensorRef& x = c.inputs[0];
+  const TensorRef& w = c.inputs[1];
+  const TensorRef& s = c.inputs[2];
+  const TensorRef& y = c.outputs[0];
+  int64_t outputs = y.numel();
+  if (outputs == 0) return;
+  int64_t n = w.shape[0], k = w.shape[1];
+  require_loop_budget(c, uint64_t(outputs), uint64_t(k), "the inner dimension K");
+  Params p;
+  p.add(outputs);
+  p.add(n);
+  p.add(k);
+  p.add(x.offset);
+  p.add(w.offset);
+  p.add(s.offset);
+  p.add(y.offset);
+  dispatch(c.stream, module_name("w8matmul", {y.dtype}), 0,
+           {{0, x.buffer()}, {1, w.buffer()}, {2, s.buffer()}, {3, y.buffer()}}, p.data(), p.size(),
+           uint64_t(outputs));
+}
+
 }  // namespace
 
 void register_elementwise_kernels(const oar::sdk::KernelRegistrar& registrar) {
@@ -161,6 +185,11 @@ void register_elementwise_kernels(const oar::sdk::KernelRegistrar& registrar) {
   for (DLDataType in : ops::dtypes_in(ops::find_schema("where")->dtypes & kSupported)) {
     wheres.push_back({dtype::boolean, in, in, in});
   }
+  std::vector<std::vector<DLDataType>> w8;
+  for (DLDataType t : ops::dtypes_in(ops::find_schema("matmul_w8")->dtypes & kSupported)) {
+    w8.push_back({t, dtype::i8, t, t});
+  }
+  register_op(registrar, "matmul_w8", matmul_w8_kernel, w8);
   register_op(registrar, "cast", cast_kernel, casts);
   register_op(registrar, "where", where_kernel, wheres);
   register_op(registrar, "copy", copy_kernel,
