@@ -546,6 +546,32 @@ void run_in_place(TestContext& context, const std::string& id, const ops::OpSche
   }
 }
 
+// clip_grad_norm with grad_out bound to grad, twice in a row (the second
+// clip of an already clipped gradient by a norm above max_norm scales again).
+void run_clip_in_place(TestContext& context, const std::string& id, const ops::OpSchema& schema,
+                       DLDataType dt) {
+  Stream& stream = context.device.default_stream();
+  const Parameters p(id, dt);
+  HostTensor grad = p.make("grad", {37, 29}, uniform(-2, 2));
+  const HostTensor total = p.make("total_norm", {}, uniform(2, 50), state_dtype(dt));
+  const std::vector<AttrValue> attrs = {attr("max_norm", 1.0)};
+  Tensor device_grad, device_total;
+  try {
+    device_grad = upload(stream, grad);
+    device_total = upload(stream, total);
+    for (int i = 0; i < 2; ++i) {
+      dispatch_op(stream, schema, {&device_grad, &device_total}, {device_grad}, attrs);
+    }
+  } catch (const Error& e) {
+    fail(id + ": the device failed: " + e.what());
+  }
+  for (int i = 0; i < 2; ++i) grad = run_host(id, schema, {grad, total}, attrs)[0];
+  expect_close(id + " (grad after 2 in-place clips)", 0, download(stream, device_grad), grad,
+               tolerance_for(dt, Family::kArith));
+  expect_close(id + " (total_norm, an input)", 1, download(stream, device_total), total,
+               Tolerance{});
+}
+
 }  // namespace
 
 void register_model_suite(Registry& registry, const oar_device_properties_t& properties) {
@@ -570,6 +596,14 @@ void register_model_suite(Registry& registry, const oar_device_properties_t& pro
       registry.add(
           {id, "ops", op, dtype_name(dt), std::string("ops/") + op,
            [id, schema, dt](TestContext& context) { run_in_place(context, id, *schema, dt); }});
+    }
+  }
+  if (const ops::OpSchema* clip = ops::find_schema("clip_grad_norm")) {
+    for (DLDataType dt : ops::dtypes_in(claimed & clip->dtypes)) {
+      const std::string id = "ops/clip_grad_norm/" + dtype_name(dt) + "/in_place_twice";
+      registry.add(
+          {id, "ops", "clip_grad_norm", dtype_name(dt), "ops/clip_grad_norm",
+           [id, clip, dt](TestContext& context) { run_clip_in_place(context, id, *clip, dt); }});
     }
   }
 }
