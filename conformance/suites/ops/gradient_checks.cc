@@ -161,6 +161,38 @@ Drawer pool_draw(bool average) {
   };
 }
 
+// conv2d(x, weight) with random groups, stride, padding and dilation; the
+// gradients take x's [H, W] or the kernel's [KH, KW] as their own attribute.
+Drawer conv_draw(bool input_gradient) {
+  return [input_gradient](Random& random, DLDataType dt) {
+    const int64_t groups = random.integer(1, 2), cg = random.integer(1, 2),
+                  og = random.integer(1, 2);
+    const Shape x = {random.integer(1, 2), groups * cg, random.integer(3, 4), random.integer(3, 4)};
+    const Shape w = {groups * og, cg, random.integer(1, 2), random.integer(1, 2)};
+    Draw d{
+        {generated(x, dt, uniform(-1, 1)), generated(w, dt, uniform(-1, 1))},
+        {attr("stride", Shape{random.integer(1, 2)}), attr("padding", Shape{random.integer(0, 1)}),
+         attr("dilation", Shape{random.integer(1, 2)}), attr("groups", groups)}};
+    d.grad_attrs = {input_gradient ? attr("input_size", Shape{x[2], x[3]})
+                                   : attr("kernel_size", Shape{w[2], w[3]})};
+    return d;
+  };
+}
+
+// scaled_dot_product_attention(q, k, v), causal or not, either mask alignment.
+Drawer attention_draw() {
+  return [](Random& random, DLDataType dt) {
+    const int64_t batch = random.integer(1, 2), lq = random.integer(1, 4),
+                  lk = random.integer(1, 4), d = random.integer(1, 4), dv = random.integer(1, 3);
+    return Draw{
+        {generated({batch, lq, d}, dt, uniform(-1, 1)),
+         generated({batch, lk, d}, dt, uniform(-1, 1)),
+         generated({batch, lk, dv}, dt, uniform(-1, 1))},
+        {attr("causal", random.integer(0, 1) == 1),
+         attr("causal_alignment", random.integer(0, 1) == 1 ? "top_left" : "bottom_right")}};
+  };
+}
+
 // The gradient operators checked, one line each (nn_grad adds its own).
 const std::vector<GradientEntry>& gradient_table() {
   static const std::vector<GradientEntry> table = {
@@ -182,6 +214,13 @@ const std::vector<GradientEntry>& gradient_table() {
       {"rms_norm_grad", "rms_norm", {dy(), input(0), input(1)}, {0, 1}, norm_draw(2)},
       {"max_pool2d_grad", "max_pool2d", {dy(), input(0)}, {0}, pool_draw(false)},
       {"avg_pool2d_grad", "avg_pool2d", {dy(), input(0)}, {0}, pool_draw(true)},
+      {"conv2d_grad_input", "conv2d", {dy(), input(1)}, {0}, conv_draw(true)},
+      {"conv2d_grad_weight", "conv2d", {dy(), input(0)}, {1}, conv_draw(false)},
+      {"scaled_dot_product_attention_grad",
+       "scaled_dot_product_attention",
+       {dy(), input(0), input(1), input(2)},
+       {0, 1, 2},
+       attention_draw()},
       {"embedding_grad", "embedding", {dy(), input(1)}, {0}, embedding_draw()},
       {"cross_entropy_grad",
        "cross_entropy",
