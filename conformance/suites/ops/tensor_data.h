@@ -84,8 +84,9 @@ std::string index_text(const std::vector<int64_t>& shape, int64_t i);
 
 bool is_float(DLDataType dtype);
 
-// The dtypes of the operator set the device claims: f32, i32, i64 and bool
-// always; f16, bf16, f64 when its properties list them.
+// The dtypes of the operator set the device claims: f32, i32, i64, bool and
+// the narrow integers (i8, u8, i16) always; f16, bf16, f64 when its
+// properties list them.
 uint32_t claimed_dtype_bits(const oar_device_properties_t& properties);
 
 // Copies |host| to a new tensor on |stream|'s device and waits: contiguous, or
