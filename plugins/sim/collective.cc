@@ -389,6 +389,8 @@ void SimCollectivePlugin::issue(Op op) {
   oar::sdk::require(!rooted || (op.peer >= 0 && op.peer < group.nranks),
                     OAR_STATUS_INVALID_ARGUMENT,
                     "root or peer " + std::to_string(op.peer) + " is not a rank");
+  // Nothing to meet for: every rank passes the same count, so all skip alike.
+  if (op.count == 0) return;
   if (op.kind != Kind::kSend && op.kind != Kind::kRecv) op.sequence = op.comm->next_sequence++;
   op.group = op.comm->group;
   op.rank = op.comm->rank;

@@ -175,7 +175,7 @@ void run_case(Ctx& c, Kind kind, DLDataType t, oar::ReduceOp op, uint64_t count,
   uint64_t recv_at = kGuard;
   if (in_place && kind == Kind::kAllGather) in_at = kGuard + uint64_t(g_rank) * bytes;
   if (in_place && kind == Kind::kReduceScatter) recv_at = kGuard + uint64_t(g_rank) * bytes;
-  if (in_place) std::memcpy(image.data() + in_at, in.data(), in.size());
+  if (in_place && !in.empty()) std::memcpy(image.data() + in_at, in.data(), in.size());
 
   oar::Buffer dst = c.device->allocate(image.size(), c.stream);
   oar::Buffer src = c.device->allocate(in.size() + kGuard, c.stream);
