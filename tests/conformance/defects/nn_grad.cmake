@@ -8,3 +8,5 @@ oar_add_defect(nn_grad_attention_ignores_alignment
                FILTER "ops/scaled_dot_product_attention/f32/*"
                EXPECT not_certified AREA ops OPS scaled_dot_product_attention DTYPE f32
                ID_REGEX "causal_top_left_(fewer|more)")
+oar_add_defect(nn_grad_conv_input_ignores_dilation FILTER "ops/conv2d_grad_input/f32/dilation*"
+               EXPECT not_certified AREA ops OPS conv2d_grad_input DTYPE f32 ID_REGEX "dilation2")
