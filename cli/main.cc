@@ -10,6 +10,7 @@
 
 #include "cli/describe.h"
 #include "oar/oar.hpp"
+#include "oar/ops.hpp"
 
 namespace {
 
@@ -80,6 +81,59 @@ void print_list(const oar::Runtime& runtime) {
   }
 }
 
+// For each dtype of the operator set: how many operators whose tensors all
+// share one dtype (DtypeRule::kSame) have a kernel at that dtype, against
+// how many the schema allows it for. Compare with the dtype claims above.
+std::string kernel_coverage(const oar::Device& device) {
+  std::string text;
+  for (DLDataType dtype : oar::ops::dtypes_in(oar::ops::kAll | oar::ops::kSmallInts)) {
+    int allowed = 0, present = 0;
+    for (const oar::ops::OpSchema& schema : oar::ops::schemas()) {
+      if (schema.rule != oar::ops::DtypeRule::kSame ||
+          (schema.dtypes & oar::ops::dtype_bit(dtype)) == 0) {
+        continue;
+      }
+      size_t inputs = 0;
+      for (const auto& spec : schema.inputs) inputs += spec.optional ? 0 : 1;
+      ++allowed;
+      present += device.has_kernel(schema.name, std::vector<DLDataType>(inputs, dtype),
+                                   std::vector<DLDataType>(schema.outputs.size(), dtype));
+    }
+    if (allowed > 0) {
+      text += fmt::format("{}{} {}/{}", text.empty() ? "" : ", ", oar::dtype_name(dtype), present,
+                          allowed);
+    }
+  }
+  return text;
+}
+
+// "add(f32,f32)->(f32)" or "add(f32, f32) -> (f32)": the operator and the
+// dtypes of its inputs, then of its outputs.
+bool parse_signature(std::string text, std::string* op, std::vector<DLDataType>* inputs,
+                     std::vector<DLDataType>* outputs) {
+  text.erase(std::remove(text.begin(), text.end(), ' '), text.end());
+  size_t open = text.find('('), close = text.find(')'), arrow = text.find("->(");
+  if (open == std::string::npos || close == std::string::npos || arrow != close + 1 ||
+      text.back() != ')' || open == 0) {
+    return false;
+  }
+  *op = text.substr(0, open);
+  auto list = [](const std::string& items, std::vector<DLDataType>* out) {
+    size_t start = 0;
+    while (start < items.size()) {
+      size_t comma = items.find(',', start);
+      if (comma == std::string::npos) comma = items.size();
+      DLDataType dtype{};
+      if (!oar::parse_dtype(items.substr(start, comma - start), &dtype)) return false;
+      out->push_back(dtype);
+      start = comma + 1;
+    }
+    return true;
+  };
+  return list(text.substr(open + 1, close - open - 1), inputs) &&
+         list(text.substr(arrow + 3, text.size() - arrow - 4), outputs);
+}
+
 void print_info(oar::Device& device) {
   const auto& p = device.properties();
   auto row = [](const char* key, const std::string& value) {
@@ -102,6 +156,7 @@ void print_info(oar::Device& device) {
   row("dtypes (beyond f32/int)", join(oar::cli::dtype_support_names(p.dtypes)));
   row("features", join(oar::cli::feature_names(p.features)));
   row("compute_units", std::to_string(p.compute_units));
+  row("kernels (same dtype)", kernel_coverage(device));
 }
 
 }  // namespace
@@ -117,6 +172,10 @@ int main(int argc, char** argv) {
   info->add_option("DEVICE", device_name, "a device name such as cpu:0, or a plugin name")
       ->required();
   info->add_flag("--json", as_json, "machine-readable output");
+  std::string kernel_signature;
+  info->add_option("--kernel", kernel_signature,
+                   "only say whether the device has a kernel for a signature such as "
+                   "'add(f32,f32)->(f32)' (exit 0: yes, 2: no)");
   CLI11_PARSE(app, argc, argv);
 
   // Each plugin is loaded once in a child process first, so that one that
@@ -134,6 +193,19 @@ int main(int argc, char** argv) {
       return 0;
     }
     oar::Device& device = runtime.device(device_name);
+    if (!kernel_signature.empty()) {
+      std::string op;
+      std::vector<DLDataType> inputs, outputs;
+      if (!parse_signature(kernel_signature, &op, &inputs, &outputs)) {
+        std::fprintf(stderr,
+                     "oar: --kernel takes op(dtypes)->(dtypes), e.g. add(f32,f32)->(f32)\n");
+        return 1;
+      }
+      bool found = device.has_kernel(op, inputs, outputs);
+      fmt::print("{} {}: {}\n", shown(device.name()), shown(kernel_signature),
+                 found ? "kernel registered" : "no kernel");
+      return found ? 0 : 2;
+    }
     if (as_json) {
       json document = {{"schema_version", oar::cli::kJsonSchemaVersion},
                        {"device", oar::cli::device_json(device)}};

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -129,6 +130,113 @@ bool prepare(const Device& device, uint32_t op, DLTensor& t, int64_t* strides_st
   return filled || !need_contiguous || contiguous(t);
 }
 
+// The schema check below is a pure function of the schema, the count, dtype
+// and shape of every tensor, and the attributes (names, types, values): not
+// of data, strides or offsets. Each thread keeps the keys of calls it checked
+// and passed, and a call whose key equals one of them in full (a hash match
+// alone is never trusted) skips the check. A framework's loop repeats a few
+// signatures, so nearly every call hits. Keys are built in a buffer reused
+// across calls, so a hit allocates nothing.
+class PassedChecks {
+ public:
+  // Whether this call's key is one that passed; builds the key either way.
+  bool seen(const ops::OpSchema& schema, const DLTensor* tensors, size_t num_inputs,
+            size_t num_outputs, const oar_attr_t* attrs, size_t num_attrs) {
+    key_.clear();
+    cacheable_ = encode(schema, tensors, num_inputs, num_outputs, attrs, num_attrs);
+    if (!cacheable_) return false;
+    uint64_t hash = 0xcbf29ce484222325ull;
+    for (int64_t word : key_) hash = (hash ^ uint64_t(word)) * 0x100000001b3ull;
+    slot_ = size_t(hash ^ (hash >> 29)) % kSlots;
+    return slots_[slot_] == key_;
+  }
+  // Remembers the key seen() built (the check passed).
+  void passed() {
+    if (cacheable_) slots_[slot_] = key_;
+  }
+
+ private:
+  static constexpr size_t kSlots = 64;
+  static constexpr size_t kMaxKey = 192;  // longer keys (large attributes) are not kept
+
+  void put(int64_t word) { key_.push_back(word); }
+  void put_text(const char* text) {
+    size_t length = std::strlen(text);
+    put(int64_t(length));
+    for (size_t i = 0; i < length; i += 8) {
+      uint64_t word = 0;
+      std::memcpy(&word, text + i, std::min<size_t>(8, length - i));
+      put(int64_t(word));
+    }
+  }
+  bool encode(const ops::OpSchema& schema, const DLTensor* tensors, size_t num_inputs,
+              size_t num_outputs, const oar_attr_t* attrs, size_t num_attrs) {
+    put(int64_t(reinterpret_cast<intptr_t>(&schema)));
+    put(int64_t(num_inputs) << 32 | int64_t(num_outputs));
+    for (size_t i = 0; i < num_inputs + num_outputs; ++i) {
+      const DLTensor& t = tensors[i];
+      put(int64_t(t.dtype.code) | int64_t(t.dtype.bits) << 8 | int64_t(t.dtype.lanes) << 16 |
+          int64_t(t.ndim) << 32);
+      for (int d = 0; d < t.ndim; ++d) put(t.shape[d]);
+    }
+    put(int64_t(num_attrs));
+    if (num_attrs > 0 && attrs == nullptr) return false;
+    for (size_t i = 0; i < num_attrs; ++i) {
+      const oar_attr_t& a = attrs[i];
+      if (a.name == nullptr) return false;  // the full check names the problem
+      put(a.type);
+      put_text(a.name);
+      switch (a.type) {
+        case OAR_ATTR_TYPE_INT:
+          put(a.value.i);
+          break;
+        case OAR_ATTR_TYPE_FLOAT: {
+          int64_t bits = 0;
+          std::memcpy(&bits, &a.value.f, sizeof bits);
+          put(bits);
+          break;
+        }
+        case OAR_ATTR_TYPE_BOOL:
+          put(a.value.b ? 1 : 0);
+          break;
+        case OAR_ATTR_TYPE_STRING:
+          if (a.value.s == nullptr) return false;
+          put_text(a.value.s);
+          break;
+        case OAR_ATTR_TYPE_INT_ARRAY:
+          if (a.value.ints.count > kMaxKey ||
+              (a.value.ints.count > 0 && a.value.ints.data == nullptr)) {
+            return false;
+          }
+          put(int64_t(a.value.ints.count));
+          for (size_t k = 0; k < a.value.ints.count; ++k) put(a.value.ints.data[k]);
+          break;
+        case OAR_ATTR_TYPE_FLOAT_ARRAY:
+          if (a.value.floats.count > kMaxKey ||
+              (a.value.floats.count > 0 && a.value.floats.data == nullptr)) {
+            return false;
+          }
+          put(int64_t(a.value.floats.count));
+          for (size_t k = 0; k < a.value.floats.count; ++k) {
+            int64_t bits = 0;
+            std::memcpy(&bits, &a.value.floats.data[k], sizeof bits);
+            put(bits);
+          }
+          break;
+        default:
+          return false;
+      }
+      if (key_.size() > kMaxKey) return false;
+    }
+    return key_.size() <= kMaxKey;
+  }
+
+  std::vector<int64_t> key_;
+  bool cacheable_ = false;
+  size_t slot_ = 0;
+  std::vector<int64_t> slots_[kSlots];
+};
+
 // Checks a schema operator's call: dtypes, attributes, output shapes.
 void check_schema(const ops::OpSchema& schema, const DLTensor* tensors, size_t num_inputs,
                   size_t num_outputs, const oar_attr_t* attrs, size_t num_attrs) {
@@ -249,7 +357,11 @@ void dispatch(Stream& stream, const OpId& op, const DLTensor* inputs, size_t num
     t.strides = storage;
   }
   if (op.schema() != nullptr) {
-    check_schema(*op.schema(), tensors, num_inputs, num_outputs, attrs, num_attrs);
+    thread_local PassedChecks passed_checks;
+    if (!passed_checks.seen(*op.schema(), tensors, num_inputs, num_outputs, attrs, num_attrs)) {
+      check_schema(*op.schema(), tensors, num_inputs, num_outputs, attrs, num_attrs);
+      passed_checks.passed();
+    }
   }
 
   ScratchContext scratch{&device, &stream, {}};
@@ -287,6 +399,152 @@ void dispatch(Stream& stream, const OpId& op, std::initializer_list<const Tensor
   for (const Attr& attr : attrs) raw_attrs[a++] = attr.attr;
   dispatch(stream, op, tensors, inputs.size(), tensors + inputs.size(), outputs.size(), raw_attrs,
            a);
+}
+
+}  // namespace oar
+
+namespace oar {
+
+AttrList& AttrList::add(std::string name, int64_t v) {
+  Entry e;
+  e.name = std::move(name);
+  e.type = OAR_ATTR_TYPE_INT;
+  e.scalar.i = v;
+  entries_.push_back(std::move(e));
+  return *this;
+}
+
+AttrList& AttrList::add(std::string name, double v) {
+  Entry e;
+  e.name = std::move(name);
+  e.type = OAR_ATTR_TYPE_FLOAT;
+  e.scalar.f = v;
+  entries_.push_back(std::move(e));
+  return *this;
+}
+
+AttrList& AttrList::add(std::string name, bool v) {
+  Entry e;
+  e.name = std::move(name);
+  e.type = OAR_ATTR_TYPE_BOOL;
+  e.scalar.b = v;
+  entries_.push_back(std::move(e));
+  return *this;
+}
+
+AttrList& AttrList::add(std::string name, std::string v) {
+  Entry e;
+  e.name = std::move(name);
+  e.type = OAR_ATTR_TYPE_STRING;
+  e.text = std::move(v);
+  entries_.push_back(std::move(e));
+  return *this;
+}
+
+AttrList& AttrList::add(std::string name, std::vector<int64_t> v) {
+  Entry e;
+  e.name = std::move(name);
+  e.type = OAR_ATTR_TYPE_INT_ARRAY;
+  e.ints = std::move(v);
+  entries_.push_back(std::move(e));
+  return *this;
+}
+
+AttrList& AttrList::add(std::string name, std::vector<double> v) {
+  Entry e;
+  e.name = std::move(name);
+  e.type = OAR_ATTR_TYPE_FLOAT_ARRAY;
+  e.floats = std::move(v);
+  entries_.push_back(std::move(e));
+  return *this;
+}
+
+AttrList& AttrList::add(const oar_attr_t& attr) {
+  if (attr.name == nullptr) {
+    throw Error(OAR_STATUS_INVALID_ARGUMENT, "AttrList::add: an attribute without a name");
+  }
+  std::string name = attr.name;
+  switch (attr.type) {
+    case OAR_ATTR_TYPE_INT:
+      return add(std::move(name), attr.value.i);
+    case OAR_ATTR_TYPE_FLOAT:
+      return add(std::move(name), attr.value.f);
+    case OAR_ATTR_TYPE_BOOL:
+      return add(std::move(name), attr.value.b);
+    case OAR_ATTR_TYPE_STRING:
+      if (attr.value.s == nullptr) {
+        throw Error(OAR_STATUS_INVALID_ARGUMENT,
+                    "AttrList::add: string attribute " + name + " is NULL");
+      }
+      return add(std::move(name), std::string(attr.value.s));
+    case OAR_ATTR_TYPE_INT_ARRAY:
+      if (attr.value.ints.count > 0 && attr.value.ints.data == nullptr) break;
+      return add(
+          std::move(name),
+          std::vector<int64_t>(attr.value.ints.data, attr.value.ints.data + attr.value.ints.count));
+    case OAR_ATTR_TYPE_FLOAT_ARRAY:
+      if (attr.value.floats.count > 0 && attr.value.floats.data == nullptr) break;
+      return add(std::move(name),
+                 std::vector<double>(attr.value.floats.data,
+                                     attr.value.floats.data + attr.value.floats.count));
+    default:
+      throw Error(
+          OAR_STATUS_INVALID_ARGUMENT,
+          "AttrList::add: attribute " + name + " has unknown type " + std::to_string(attr.type));
+  }
+  throw Error(OAR_STATUS_INVALID_ARGUMENT,
+              "AttrList::add: array attribute " + name + " has NULL data and a nonzero count");
+}
+
+std::vector<oar_attr_t> AttrList::raw() const {
+  std::vector<oar_attr_t> out(entries_.size());
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    const Entry& e = entries_[i];
+    oar_attr_t& a = out[i];
+    a.name = e.name.c_str();
+    a.type = e.type;
+    switch (e.type) {
+      case OAR_ATTR_TYPE_STRING:
+        a.value.s = e.text.c_str();
+        break;
+      case OAR_ATTR_TYPE_INT_ARRAY:
+        a.value.ints.data = e.ints.data();
+        a.value.ints.count = e.ints.size();
+        break;
+      case OAR_ATTR_TYPE_FLOAT_ARRAY:
+        a.value.floats.data = e.floats.data();
+        a.value.floats.count = e.floats.size();
+        break;
+      default:
+        a.value = e.scalar;
+    }
+  }
+  return out;
+}
+
+// Device's query lives beside the lookup it shares with dispatch.
+bool Device::has_kernel(std::string_view op, const std::vector<DLDataType>& inputs,
+                        const std::vector<DLDataType>& outputs) const {
+  std::vector<DLDataType> dtypes = inputs;
+  dtypes.insert(dtypes.end(), outputs.begin(), outputs.end());
+  return plugin_->kernels().find(detail::intern_op(op), dtypes.data(), inputs.size(),
+                                 outputs.size()) != nullptr;
+}
+
+void dispatch(Stream& stream, const OpId& op, std::initializer_list<const Tensor*> inputs,
+              std::initializer_list<const Tensor*> outputs, const AttrList& attrs) {
+  const size_t count = inputs.size() + outputs.size();
+  if (count > kInlineTensors) {
+    throw Error(OAR_STATUS_INVALID_ARGUMENT,
+                "dispatch over Tensor takes at most 16 tensors; use the DLTensor overload");
+  }
+  DLTensor tensors[kInlineTensors];
+  size_t n = 0;
+  for (const Tensor* t : inputs) tensors[n++] = t->dl();
+  for (const Tensor* t : outputs) tensors[n++] = t->dl();
+  std::vector<oar_attr_t> raw = attrs.raw();
+  dispatch(stream, op, tensors, inputs.size(), tensors + inputs.size(), outputs.size(), raw.data(),
+           raw.size());
 }
 
 }  // namespace oar

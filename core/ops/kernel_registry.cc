@@ -112,6 +112,23 @@ const KernelEntry* KernelRegistry::find(uint64_t key, uint32_t op, const DLTenso
   return &entry;
 }
 
+const KernelEntry* KernelRegistry::find(uint32_t op, const DLDataType* dtypes, size_t num_inputs,
+                                        size_t num_outputs) const {
+  SignatureKey key(op);
+  key.add_count(uint32_t(num_inputs), uint32_t(num_outputs));
+  for (size_t i = 0; i < num_inputs + num_outputs; ++i) key.add(dtypes[i]);
+  auto it = kernels_.find(key.value());
+  if (it == kernels_.end()) return nullptr;
+  const KernelEntry& entry = it->second;
+  if (entry.op != op || entry.num_inputs != num_inputs || entry.num_outputs != num_outputs) {
+    return nullptr;
+  }
+  for (size_t i = 0; i < num_inputs + num_outputs; ++i) {
+    if (entry.dtypes[i] != dtypes[i]) return nullptr;
+  }
+  return &entry;
+}
+
 std::vector<std::string> KernelRegistry::signatures(uint32_t op) const {
   std::vector<std::string> result;
   for (const auto& [key, entry] : kernels_) {

@@ -50,6 +50,9 @@ class KernelRegistry {
   // The kernel for exactly these dtypes, or nullptr.
   const KernelEntry* find(uint64_t key, uint32_t op, const DLTensor* inputs, size_t num_inputs,
                           const DLTensor* outputs, size_t num_outputs) const;
+  // The kernel for |op| over |dtypes| (inputs then outputs), or nullptr.
+  const KernelEntry* find(uint32_t op, const DLDataType* dtypes, size_t num_inputs,
+                          size_t num_outputs) const;
   // Every signature registered for |op|, as "(f32, f32) -> (f32)", for messages.
   std::vector<std::string> signatures(uint32_t op) const;
   size_t size() const { return kernels_.size(); }

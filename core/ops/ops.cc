@@ -1,6 +1,7 @@
 // Typed helpers over dispatch: outputs allocated from the inferred shapes.
 #include "oar/ops.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "oar/device.hpp"
@@ -20,21 +21,26 @@ const OpSchema& schema_of(std::string_view op) {
 
 }  // namespace
 
-std::vector<Tensor> call(Stream& stream, std::string_view op,
-                         const std::vector<const Tensor*>& inputs,
-                         std::initializer_list<Attr> attrs, DLDataType out_dtype) {
+namespace {
+
+std::vector<Tensor> call_raw(Stream& stream, std::string_view op,
+                             const std::vector<const Tensor*>& inputs, const oar_attr_t* attrs,
+                             size_t num_attrs, DLDataType out_dtype,
+                             const std::vector<int64_t>* out_shape) {
   const OpSchema& schema = schema_of(op);
   std::vector<DLTensor> in;
   for (const Tensor* t : inputs) in.push_back(t->dl());
-  std::vector<oar_attr_t> raw;
-  for (const Attr& a : attrs) raw.push_back(a.attr);
   std::vector<std::vector<int64_t>> shapes =
-      infer_shapes(schema, in.data(), in.size(), raw.data(), raw.size());
+      infer_shapes(schema, in.data(), in.size(), attrs, num_attrs);
+  if (out_shape != nullptr) {
+    // The dispatcher checks a given shape against the inferred one.
+    shapes.assign(std::max<size_t>(shapes.size(), 1), *out_shape);
+  }
   if (shapes.empty()) {
     throw Error(OAR_STATUS_INVALID_ARGUMENT,
                 std::string(schema.name) +
-                    " has no inputs to infer a shape from; dispatch it "
-                    "with an output tensor");
+                    " has no inputs to infer a shape from; give call() the output shape or "
+                    "dispatch it with an output tensor");
   }
   // An operator without inputs (arange) takes its dtype from the caller.
   if (in.empty() && out_dtype.bits == 0) {
@@ -45,14 +51,40 @@ std::vector<Tensor> call(Stream& stream, std::string_view op,
       in.empty() ? out_dtype : in[schema.rule == DtypeRule::kWhere ? 1 : 0].dtype;
   std::vector<DLDataType> dtypes = output_dtypes(schema, data_dtype);
   if (out_dtype.bits != 0) dtypes[0] = out_dtype;
+  if (dtypes.size() < shapes.size()) {
+    throw Error(OAR_STATUS_INVALID_ARGUMENT,
+                std::string(schema.name) + " has " + std::to_string(dtypes.size()) +
+                    " output(s), not " + std::to_string(shapes.size()));
+  }
   std::vector<Tensor> outputs;
   std::vector<DLTensor> out;
   for (size_t i = 0; i < shapes.size(); ++i) {
     outputs.push_back(Tensor::empty(stream.device(), shapes[i], dtypes[i], &stream));
-    out.push_back(outputs.back().dl());
   }
-  dispatch(stream, OpId(op), in.data(), in.size(), out.data(), out.size(), raw.data(), raw.size());
+  for (const Tensor& t : outputs) out.push_back(t.dl());
+  dispatch(stream, OpId(op), in.data(), in.size(), out.data(), out.size(), attrs, num_attrs);
   return outputs;
+}
+
+}  // namespace
+
+std::vector<Tensor> call(Stream& stream, std::string_view op,
+                         const std::vector<const Tensor*>& inputs,
+                         std::initializer_list<Attr> attrs, DLDataType out_dtype) {
+  std::vector<oar_attr_t> raw;
+  for (const Attr& a : attrs) raw.push_back(a.attr);
+  return call_raw(stream, op, inputs, raw.data(), raw.size(), out_dtype, nullptr);
+}
+
+std::vector<Tensor> call(Stream& stream, std::string_view op,
+                         const std::vector<const Tensor*>& inputs, const AttrList& attrs,
+                         DLDataType out_dtype, const std::vector<int64_t>* out_shape) {
+  std::vector<oar_attr_t> raw = attrs.raw();
+  return call_raw(stream, op, inputs, raw.data(), raw.size(), out_dtype, out_shape);
+}
+
+Tensor fill(Stream& stream, std::vector<int64_t> shape, DLDataType dtype, double value) {
+  return call(stream, "fill", {}, AttrList().add("value", value), dtype, &shape)[0];
 }
 
 Tensor add(Stream& stream, const Tensor& a, const Tensor& b) {

@@ -3,6 +3,7 @@
 // operators' names, arities, attributes, dtypes and shapes.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <string_view>
@@ -673,6 +674,66 @@ const OpSchema* find_schema(std::string_view name) {
 Attrs::Attrs(const OpSchema& schema, const oar_attr_t* attrs, size_t count)
     : schema_(schema), attrs_(attrs), count_(count) {}
 
+// "attribute axis must be an int, not a float (1.5)": what a type error says.
+static std::string attr_type_error(const oar_attr_t& a, int32_t expected) {
+  auto type_name = [](int32_t type) -> std::string {
+    switch (type) {
+      case OAR_ATTR_TYPE_INT:
+        return "an int";
+      case OAR_ATTR_TYPE_FLOAT:
+        return "a float";
+      case OAR_ATTR_TYPE_BOOL:
+        return "a bool";
+      case OAR_ATTR_TYPE_STRING:
+        return "a string";
+      case OAR_ATTR_TYPE_INT_ARRAY:
+        return "an int array";
+      case OAR_ATTR_TYPE_FLOAT_ARRAY:
+        return "a float array";
+      default:
+        return "of unknown type " + std::to_string(type);
+    }
+  };
+  std::string value;
+  switch (a.type) {
+    case OAR_ATTR_TYPE_INT:
+      value = std::to_string(a.value.i);
+      break;
+    case OAR_ATTR_TYPE_FLOAT: {
+      char text[32];
+      std::snprintf(text, sizeof text, "%g", a.value.f);
+      value = text;
+      break;
+    }
+    case OAR_ATTR_TYPE_BOOL:
+      value = a.value.b ? "true" : "false";
+      break;
+    case OAR_ATTR_TYPE_STRING:
+      value = a.value.s == nullptr ? "NULL" : "\"" + std::string(a.value.s).substr(0, 32) + "\"";
+      break;
+    case OAR_ATTR_TYPE_INT_ARRAY:
+    case OAR_ATTR_TYPE_FLOAT_ARRAY: {
+      bool ints = a.type == OAR_ATTR_TYPE_INT_ARRAY;
+      size_t count = ints ? a.value.ints.count : a.value.floats.count;
+      value = "[";
+      for (size_t i = 0; i < count && i < 8; ++i) {
+        char text[32];
+        if (ints)
+          std::snprintf(text, sizeof text, "%lld", (long long)a.value.ints.data[i]);
+        else
+          std::snprintf(text, sizeof text, "%g", a.value.floats.data[i]);
+        value += (i == 0 ? "" : ", ") + std::string(text);
+      }
+      value += count > 8 ? ", ...]" : "]";
+      break;
+    }
+    default:
+      break;
+  }
+  return std::string("attribute ") + a.name + " must be " + type_name(expected) + ", not " +
+         type_name(a.type) + (value.empty() ? "" : " (" + value + ")");
+}
+
 const AttrSpec& Attrs::spec(const char* name) const {
   for (const AttrSpec& spec : schema_.attrs) {
     if (std::strcmp(spec.name, name) == 0) return spec;
@@ -686,7 +747,7 @@ const oar_attr_t* Attrs::find(const char* name, int32_t type) const {
     if (std::strcmp(attrs_[i].name, name) == 0) {
       if (attrs_[i].type != type) {
         throw Error(OAR_STATUS_INVALID_ARGUMENT,
-                    std::string(schema_.name) + ": attribute " + name + " has the wrong type");
+                    std::string(schema_.name) + ": " + attr_type_error(attrs_[i], type));
       }
       return &attrs_[i];
     }
@@ -770,7 +831,7 @@ std::vector<std::vector<int64_t>> infer_shapes(const OpSchema& schema, const DLT
       if (std::strcmp(spec.name, attrs[i].name) == 0) {
         known = true;
         if (spec.type != attrs[i].type) {
-          fail(schema, std::string("attribute ") + attrs[i].name + " has the wrong type");
+          fail(schema, attr_type_error(attrs[i], spec.type));
         }
       }
     }

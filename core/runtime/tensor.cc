@@ -1,5 +1,6 @@
 #include "oar/tensor.hpp"
 
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -110,6 +111,34 @@ Tensor Tensor::empty(Device& device, std::vector<int64_t> shape, DLDataType dtyp
   auto buffer =
       std::make_shared<Buffer>(device.allocate(uint64_t(count) * dtype_size(dtype), stream));
   return view(std::move(buffer), std::move(shape), dtype);
+}
+
+Tensor Tensor::from_host(Stream& stream, const void* data, std::vector<int64_t> shape,
+                         DLDataType dtype) {
+  Tensor t = empty(stream.device(), std::move(shape), dtype, &stream);
+  const uint64_t size = t.nbytes();
+  if (size == 0) return t;
+  if (data == nullptr) {
+    throw Error(OAR_STATUS_INVALID_ARGUMENT,
+                "Tensor::from_host: NULL data for " + std::to_string(size) + " bytes");
+  }
+  // The upload is asynchronous: it reads OAR's own copy, which the stream
+  // releases once it has passed the upload (or, without host callbacks, the
+  // upload is waited for).
+  auto copy = std::make_shared<std::vector<unsigned char>>(
+      static_cast<const unsigned char*>(data), static_cast<const unsigned char*>(data) + size);
+  t.copy_from_host(stream, copy->data());
+  bool released_later = false;
+  if (stream.device().has_feature(OAR_DEVICE_FEATURE_HOST_CALLBACKS)) {
+    try {
+      stream.add_callback([copy](oar_status_t) {});
+      released_later = true;
+    } catch (const Error&) {
+      // Waiting below is just as safe.
+    }
+  }
+  if (!released_later) stream.synchronize();
+  return t;
 }
 
 Tensor Tensor::view(std::shared_ptr<Buffer> buffer, std::vector<int64_t> shape, DLDataType dtype,

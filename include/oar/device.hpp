@@ -8,7 +8,10 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
+#include <vector>
 
+#include "dlpack/dlpack.h"
 #include "oar/buffer.hpp"
 #include "oar/device.h"
 #include "oar/event.hpp"
@@ -50,6 +53,13 @@ class Device {
     oar_device_t handle = handle_.load(std::memory_order_acquire);
     return handle != nullptr ? handle : open();
   }
+
+  // Whether the plugin registered a kernel for |op| with exactly these dtypes
+  // (inputs, then outputs); tries no dispatch and opens nothing. The claim
+  // bits in properties().dtypes say which dtypes the device is certified for;
+  // this says which kernels exist.
+  bool has_kernel(std::string_view op, const std::vector<DLDataType>& inputs,
+                  const std::vector<DLDataType>& outputs) const;
 
   Stream& default_stream();
   Stream create_stream(int32_t priority = OAR_STREAM_PRIORITY_NORMAL);

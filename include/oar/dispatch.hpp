@@ -6,7 +6,9 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "oar/kernel.h"
@@ -53,9 +55,47 @@ struct Attr {
   oar_attr_t attr;
 };
 
+// Attributes built at run time (from a test file, a model, another
+// framework's call): the list owns every name, string and array, so the
+// caller's sources may go away once add() returns. raw() views the list as
+// the C ABI's records; the view stays valid while the list lives and is not
+// changed.
+class AttrList {
+ public:
+  AttrList() = default;
+  AttrList& add(std::string name, int64_t v);
+  AttrList& add(std::string name, int v) { return add(std::move(name), int64_t(v)); }
+  AttrList& add(std::string name, double v);
+  AttrList& add(std::string name, bool v);
+  AttrList& add(std::string name, std::string v);
+  AttrList& add(std::string name, const char* v) { return add(std::move(name), std::string(v)); }
+  AttrList& add(std::string name, std::vector<int64_t> v);
+  AttrList& add(std::string name, std::vector<double> v);
+  // A copy of a C record (its name, string or array is copied).
+  AttrList& add(const oar_attr_t& attr);
+  size_t size() const { return entries_.size(); }
+  bool empty() const { return entries_.empty(); }
+  std::vector<oar_attr_t> raw() const;
+
+ private:
+  struct Entry {
+    std::string name;
+    int32_t type = 0;
+    decltype(oar_attr_t::value) scalar{};  // int, float, bool
+    std::string text;
+    std::vector<int64_t> ints;
+    std::vector<double> floats;
+  };
+  std::vector<Entry> entries_;
+};
+
 // Runs |op| on |stream| with tensors of the stream's device.
 void dispatch(Stream& stream, const OpId& op, std::initializer_list<const Tensor*> inputs,
               std::initializer_list<const Tensor*> outputs, std::initializer_list<Attr> attrs = {});
+
+// The same with attributes built at run time.
+void dispatch(Stream& stream, const OpId& op, std::initializer_list<const Tensor*> inputs,
+              std::initializer_list<const Tensor*> outputs, const AttrList& attrs);
 
 // The same over raw DLTensors (data = allocation handle, byte_offset = offset);
 // what the typed helpers and DLPack-based frameworks call.

@@ -155,7 +155,19 @@ std::vector<Tensor> call(Stream& stream, std::string_view op,
                          const std::vector<const Tensor*>& inputs,
                          std::initializer_list<Attr> attrs = {}, DLDataType out_dtype = {0, 0, 0});
 
+// The same with attributes built at run time (owned by |attrs|), for callers
+// driven by data. |out_shape| gives the output's shape where the schema infers
+// none (fill); elsewhere, given, it must equal the inferred shape (the
+// dispatcher refuses any other). An operator without inputs takes its output
+// dtype from |out_dtype|.
+std::vector<Tensor> call(Stream& stream, std::string_view op,
+                         const std::vector<const Tensor*>& inputs, const AttrList& attrs,
+                         DLDataType out_dtype = {0, 0, 0},
+                         const std::vector<int64_t>* out_shape = nullptr);
+
 // Typed helpers for the most used operators.
+// A new tensor of |shape| and |dtype| with every element |value| (converted).
+Tensor fill(Stream& stream, std::vector<int64_t> shape, DLDataType dtype, double value);
 Tensor add(Stream& stream, const Tensor& a, const Tensor& b);
 Tensor mul(Stream& stream, const Tensor& a, const Tensor& b);
 Tensor matmul(Stream& stream, const Tensor& a, const Tensor& b, bool transpose_a = false,

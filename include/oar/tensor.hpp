@@ -32,6 +32,12 @@ class Tensor {
   // |stream| (the default stream when null). Contents are undefined.
   static Tensor empty(Device& device, std::vector<int64_t> shape, DLDataType dtype,
                       Stream* stream = nullptr);
+  // A new contiguous tensor holding a copy of nbytes() of host memory at
+  // |data|, on |stream|'s device and ordered on it. The caller's buffer may
+  // be freed or changed as soon as this returns: OAR copies it first and keeps
+  // that copy until the stream has passed the upload.
+  static Tensor from_host(Stream& stream, const void* data, std::vector<int64_t> shape,
+                          DLDataType dtype);
   // A view of |buffer| starting |byte_offset| bytes into it; strides in
   // elements, empty for contiguous. Throws OUT_OF_RANGE if it does not fit.
   static Tensor view(std::shared_ptr<Buffer> buffer, std::vector<int64_t> shape, DLDataType dtype,
