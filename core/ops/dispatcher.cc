@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "core/loader/plugin.h"
+#include "core/ops/decompositions/decompose.h"
 #include "core/ops/kernel_registry.h"
 #include "core/trace/tracer.h"
 #include "core/util/checked_math.h"
@@ -283,6 +284,13 @@ void dispatch(Stream& stream, const OpId& op, const DLTensor* inputs, size_t num
   for (size_t i = 0; i < num_outputs; ++i) key.add(outputs[i].dtype);
   const detail::KernelEntry* kernel =
       plugin.kernels().find(key.value(), op_value, inputs, num_inputs, outputs, num_outputs);
+  // No kernel (or decomposition forced): compose the operator from primitives
+  // where it has a decomposition (core/ops/decompositions/).
+  if ((kernel == nullptr || decompose::forced(device)) &&
+      decompose::run_decomposition(stream, op, inputs, num_inputs, outputs, num_outputs, attrs,
+                                   num_attrs, kernel != nullptr)) {
+    return;
+  }
   if (kernel == nullptr) {
     // A call the schema refuses gets the schema's reason, not "no kernel".
     if (op.schema() != nullptr) {

@@ -1,0 +1,44 @@
+// A cpu plugin that registers no kernel for the operators with a
+// decomposition (softmax, gelu, layer_norm, ...): what a vendor's first
+// bring-up looks like. Built on the conformance defect shim (it loads the real
+// cpu plugin and copies its table); its register_kernels forwards every
+// registration except those.
+#include <cstring>
+
+#include "tests/conformance/defects/shim.h"
+
+namespace oar_defect {
+namespace {
+
+const char* const kDropped[] = {"softmax",    "log_softmax",   "gelu",
+                                "silu",       "sigmoid",       "relu",
+                                "mean",       "layer_norm",    "rms_norm",
+                                "batch_norm", "cross_entropy", "scaled_dot_product_attention"};
+
+bool dropped(const char* op) {
+  for (const char* name : kDropped) {
+    if (std::strcmp(name, op) == 0) return true;
+  }
+  return false;
+}
+
+oar_status_t register_kernel(void* context, const oar_kernel_def_t* def) {
+  const auto* core = static_cast<const oar_kernel_registrar_t*>(context);
+  if (def != nullptr && def->op_name != nullptr && dropped(def->op_name)) return OAR_STATUS_OK;
+  return core->register_kernel(core->context, def);
+}
+
+oar_status_t register_kernels(const oar_kernel_registrar_t* registrar) {
+  if (registrar == nullptr) return real->register_kernels(registrar);
+  oar_kernel_registrar_t ours{};
+  ours.struct_size = OAR_KERNEL_REGISTRAR_STRUCT_SIZE;
+  ours.context = const_cast<oar_kernel_registrar_t*>(registrar);
+  ours.register_kernel = register_kernel;
+  return real->register_kernels(&ours);
+}
+
+}  // namespace
+
+void install(oar_plugin_api_t& table) { table.register_kernels = register_kernels; }
+
+}  // namespace oar_defect

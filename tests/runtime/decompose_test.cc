@@ -1,0 +1,364 @@
+// Decompositions (core/ops/decompositions/): each one forced on the cpu and
+// sim plugins agrees with the plugin's own kernel within the tolerance
+// docs/ops.md states ("Primitives and decompositions"); a plugin without the
+// kernel runs the decomposition; OAR_DECOMPOSE=0 restores UNIMPLEMENTED.
+#include "core/ops/decompositions/decompose.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "oar/oar.hpp"
+
+namespace oar::testing {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+RuntimeOptions only(const char* manifest) {
+  RuntimeOptions options;
+  options.use_environment = false;
+  options.search_install_prefix = false;
+  options.plugin_files = {manifest};
+  return options;
+}
+
+// Host values to a device tensor of |dtype| (through f64 and a cast).
+Tensor upload(Device& device, const std::vector<double>& values, std::vector<int64_t> shape,
+              DLDataType dtype) {
+  Stream& stream = device.default_stream();
+  Tensor wide = Tensor::empty(device, std::move(shape), dtype::f64);
+  wide.copy_from_host(stream, values.data());
+  Tensor t = dtype == dtype::f64 ? wide : ops::cast(stream, wide, dtype);
+  stream.synchronize();
+  return t;
+}
+
+std::vector<double> download(Device& device, const Tensor& t) {
+  Stream& stream = device.default_stream();
+  Tensor wide = t.dtype() == dtype::f64 ? t : ops::cast(stream, t, dtype::f64);
+  std::vector<double> values(size_t(wide.numel()));
+  wide.copy_to_host(stream, values.data());
+  stream.synchronize();
+  return values;
+}
+
+std::vector<double> random_values(size_t n, double lo, double hi, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> dist(lo, hi);
+  std::vector<double> v(n);
+  for (double& x : v) x = dist(rng);
+  return v;
+}
+
+// The tolerance of a decomposition against the fused kernel (docs/ops.md):
+// f16/bf16 are computed in f32 by both and rounded once, so they differ by
+// at most one ulp of the output; f32/f64 by a few ulp of the compute type.
+struct Tolerance {
+  double rtol, atol;
+};
+Tolerance tolerance_for(DLDataType dtype) {
+  if (dtype == dtype::f64) return {1e-12, 1e-14};
+  if (dtype == dtype::f16) return {1e-3, 1e-5};
+  if (dtype == dtype::bf16) return {8e-3, 1e-4};
+  return {1e-5, 1e-6};
+}
+
+// One call of an operator: inputs built on the device, the attributes, and
+// the call itself.
+struct Case {
+  std::string name;
+  std::function<std::vector<Tensor>(Device&, DLDataType)> inputs;
+  std::function<Tensor(Stream&, const std::vector<Tensor>&)> run;
+};
+
+std::vector<Case> cases() {
+  std::vector<Case> c;
+  auto unary = [&](const char* op, std::vector<Attr> attrs_storage = {}) {
+    (void)attrs_storage;
+    return Case{
+        op,
+        [](Device& d, DLDataType t) {
+          std::vector<double> v = random_values(257, -6, 6, 1);
+          v[0] = kInf, v[1] = -kInf, v[2] = kNaN, v[3] = 0, v[4] = -0.0, v[5] = 30, v[6] = -30;
+          return std::vector<Tensor>{upload(d, v, {257}, t)};
+        },
+        [op](Stream& s, const std::vector<Tensor>& in) { return ops::call(s, op, {&in[0]})[0]; }};
+  };
+  for (const char* op : {"sigmoid", "silu", "relu"}) c.push_back(unary(op));
+  Case gelu = unary("gelu");
+  c.push_back(gelu);
+  gelu.name = "gelu_tanh";
+  gelu.run = [](Stream& s, const std::vector<Tensor>& in) {
+    return ops::call(s, "gelu", {&in[0]}, {Attr("approximate", "tanh")})[0];
+  };
+  c.push_back(gelu);
+
+  auto logits = [](Device& d, DLDataType t) {
+    std::vector<double> v = random_values(6 * 37, -5, 5, 2);
+    v[3] = -kInf;                                            // a -inf entry in a finite row
+    for (int i = 0; i < 37; ++i) v[size_t(37 + i)] += 1000;  // a row near 1000
+    for (int i = 0; i < 37; ++i) v[size_t(74 + i)] = -kInf;  // a row of -inf: NaN
+    v[111] = kNaN;                                           // a NaN row
+    return std::vector<Tensor>{upload(d, v, {6, 37}, t)};
+  };
+  for (const char* op : {"softmax", "log_softmax"}) {
+    c.push_back({op, logits, [op](Stream& s, const std::vector<Tensor>& in) {
+                   return ops::call(s, op, {&in[0]})[0];
+                 }});
+    c.push_back(
+        {std::string(op) + "_axis0", logits, [op](Stream& s, const std::vector<Tensor>& in) {
+           return ops::call(s, op, {&in[0]}, {Attr("axis", int64_t(0))})[0];
+         }});
+  }
+  c.push_back({"mean",
+               [](Device& d, DLDataType t) {
+                 return std::vector<Tensor>{upload(d, random_values(105, -2, 3, 3), {5, 7, 3}, t)};
+               },
+               [](Stream& s, const std::vector<Tensor>& in) {
+                 std::vector<int64_t> axes{0, -1};
+                 return ops::call(s, "mean", {&in[0]}, {Attr("axes", axes)})[0];
+               }});
+  auto norm_inputs = [](Device& d, DLDataType t) {
+    std::vector<double> x = random_values(6 * 33, -2, 2, 4);
+    for (int i = 0; i < 33; ++i) x[size_t(i)] += 100;  // a row with a common offset
+    return std::vector<Tensor>{upload(d, x, {6, 33}, t),
+                               upload(d, random_values(33, 0.5, 1.5, 5), {33}, t),
+                               upload(d, random_values(33, -1, 1, 6), {33}, t)};
+  };
+  c.push_back({"layer_norm", norm_inputs, [](Stream& s, const std::vector<Tensor>& in) {
+                 return ops::call(s, "layer_norm", {&in[0], &in[1], &in[2]})[0];
+               }});
+  c.push_back({"rms_norm", norm_inputs, [](Stream& s, const std::vector<Tensor>& in) {
+                 return ops::call(s, "rms_norm", {&in[0], &in[1]})[0];
+               }});
+  c.push_back({"batch_norm",
+               [](Device& d, DLDataType t) {
+                 return std::vector<Tensor>{
+                     upload(d, random_values(120, -2, 2, 7), {2, 3, 4, 5}, t),
+                     upload(d, random_values(3, -1, 1, 8), {3}, t),
+                     upload(d, random_values(3, 0.1, 2, 9), {3}, t),
+                     upload(d, random_values(3, 0.5, 1.5, 10), {3}, t),
+                     upload(d, random_values(3, -1, 1, 11), {3}, t)};
+               },
+               [](Stream& s, const std::vector<Tensor>& in) {
+                 return ops::call(s, "batch_norm", {&in[0], &in[1], &in[2], &in[3], &in[4]})[0];
+               }});
+  for (const char* reduction : {"mean", "sum", "none"}) {
+    c.push_back(
+        {std::string("cross_entropy_") + reduction,
+         [](Device& d, DLDataType t) {
+           std::vector<int64_t> target{0, 10, 3, 7, 7, 1, 9};
+           Tensor ti = Tensor::empty(d, {7}, dtype::i64);
+           ti.copy_from_host(d.default_stream(), target.data());
+           return std::vector<Tensor>{upload(d, random_values(77, -4, 4, 12), {7, 11}, t), ti};
+         },
+         [reduction](Stream& s, const std::vector<Tensor>& in) {
+           return ops::call(s, "cross_entropy", {&in[0], &in[1]},
+                            {Attr("reduction", reduction)})[0];
+         }});
+  }
+  struct Attention {
+    const char* name;
+    int64_t lq, lk;
+    bool causal;
+    const char* alignment;
+  };
+  for (Attention a : {Attention{"attention", 5, 9, false, "bottom_right"},
+                      Attention{"attention_causal_bottom_right", 5, 9, true, "bottom_right"},
+                      Attention{"attention_causal_more_queries", 9, 5, true, "bottom_right"},
+                      Attention{"attention_causal_top_left", 9, 5, true, "top_left"}}) {
+    c.push_back({a.name,
+                 [a](Device& d, DLDataType t) {
+                   return std::vector<Tensor>{
+                       upload(d, random_values(size_t(2 * a.lq * 8), -2, 2, 13), {2, a.lq, 8}, t),
+                       upload(d, random_values(size_t(2 * a.lk * 8), -2, 2, 14), {2, a.lk, 8}, t),
+                       upload(d, random_values(size_t(2 * a.lk * 4), -2, 2, 15), {2, a.lk, 4}, t)};
+                 },
+                 [a](Stream& s, const std::vector<Tensor>& in) {
+                   return ops::call(
+                       s, "scaled_dot_product_attention", {&in[0], &in[1], &in[2]},
+                       {Attr("causal", a.causal), Attr("causal_alignment", a.alignment)})[0];
+                 }});
+  }
+  return c;
+}
+
+// f32 always; f16, bf16 and f64 where the device claims them.
+bool claimed(Device& device, DLDataType t) {
+  const uint32_t bits = device.properties().dtypes;
+  if (t == dtype::f16) return (bits & OAR_DTYPE_SUPPORT_F16) != 0;
+  if (t == dtype::bf16) return (bits & OAR_DTYPE_SUPPORT_BF16) != 0;
+  if (t == dtype::f64) return (bits & OAR_DTYPE_SUPPORT_F64) != 0;
+  return true;
+}
+
+bool close(double got, double want, Tolerance tol) {
+  if (std::isnan(want)) return std::isnan(got);
+  if (std::isinf(want)) return got == want;
+  return std::fabs(got - want) <= tol.atol + tol.rtol * std::fabs(want);
+}
+
+// Runs every case natively and forced through its decomposition on the first
+// device of |manifest|; every decomposed operator is covered.
+void compare_forced_with_native(const char* manifest) {
+  Runtime runtime(only(manifest));
+  ASSERT_FALSE(runtime.devices().empty()) << manifest;
+  Device& device = *runtime.devices()[0];
+  std::vector<std::string> covered;
+  for (const Case& c : cases()) {
+    for (DLDataType t : {dtype::f32, dtype::f64, dtype::f16, dtype::bf16}) {
+      if (!claimed(device, t)) continue;
+      SCOPED_TRACE(c.name + " " + dtype_name(t));
+      std::vector<Tensor> in = c.inputs(device, t);
+      decompose::set_device_mode(device, decompose::Mode::kFallback);
+      const uint64_t before = decompose::decomposition_count();
+      std::vector<double> native = download(device, c.run(device.default_stream(), in));
+      EXPECT_EQ(decompose::decomposition_count(), before) << "the native run decomposed";
+      decompose::set_device_mode(device, decompose::Mode::kForce);
+      std::vector<double> decomposed = download(device, c.run(device.default_stream(), in));
+      EXPECT_GT(decompose::decomposition_count(), before) << "the forced run did not decompose";
+      decompose::clear_device_mode(device);
+      ASSERT_EQ(native.size(), decomposed.size());
+      Tolerance tol = tolerance_for(t);
+      size_t bad = 0;
+      for (size_t i = 0; i < native.size(); ++i) {
+        if (!close(decomposed[i], native[i], tol) && bad++ < 3) {
+          ADD_FAILURE() << "element " << i << ": decomposed " << decomposed[i] << ", native "
+                        << native[i];
+        }
+      }
+      EXPECT_EQ(bad, 0u);
+    }
+    covered.push_back(c.name);
+  }
+  for (const std::string& op : decompose::decomposed_operators()) {
+    bool found = false;
+    for (const std::string& name : covered) {
+      found = found || name.rfind(op == "scaled_dot_product_attention" ? "attention" : op, 0) == 0;
+    }
+    EXPECT_TRUE(found) << op << " has a decomposition but no case here";
+  }
+}
+
+TEST(DecomposeTest, ForcedMatchesTheCpuKernels) {
+  compare_forced_with_native(OAR_TEST_CPU_MANIFEST);
+}
+
+TEST(DecomposeTest, ForcedMatchesTheSimKernels) {
+  compare_forced_with_native(OAR_TEST_SIM_MANIFEST);
+}
+
+// A cpu plugin without the composite kernels (decompose_drops_kernels.cc).
+class NoCompositesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    runtime_ = std::make_unique<Runtime>(only(OAR_TEST_NO_COMPOSITES_MANIFEST));
+    ASSERT_EQ(runtime_->devices().size(), 1u) << "the cpu_no_composites plugin did not load";
+    device_ = runtime_->devices()[0];
+  }
+  void TearDown() override {
+    if (device_ != nullptr) decompose::clear_device_mode(*device_);
+  }
+  Device& device() { return *device_; }
+  std::unique_ptr<Runtime> runtime_;
+  Device* device_ = nullptr;
+};
+
+TEST_F(NoCompositesTest, MissingKernelsFallBackToTheDecomposition) {
+  Stream& s = device().default_stream();
+  Tensor x = upload(device(), {1, 2, 3, -1, 0, 1}, {2, 3}, dtype::f32);
+  const uint64_t before = decompose::decomposition_count();
+  std::vector<double> y = download(device(), ops::softmax(s, x));
+  EXPECT_EQ(decompose::decomposition_count(), before + 1);
+  const double e = std::exp(1.0), first = 1 / (1 + e + e * e);
+  EXPECT_NEAR(y[0], first, 1e-6);
+  EXPECT_NEAR(y[3], first, 1e-6);
+  EXPECT_NEAR(y[0] + y[1] + y[2], 1.0, 1e-6);
+  // A composite that uses another composite (cross_entropy -> log_softmax)
+  // and one that needs the mean (layer_norm -> mean) fall back all the way.
+  Tensor target = Tensor::empty(device(), {2}, dtype::i64);
+  std::vector<int64_t> t{2, 0};
+  target.copy_from_host(s, t.data());
+  std::vector<double> loss = download(
+      device(), ops::call(s, "cross_entropy", {&x, &target}, {Attr("reduction", "none")})[0]);
+  EXPECT_NEAR(loss[0], -std::log(e * e * first), 1e-6);
+  EXPECT_NEAR(loss[1], -std::log(first), 1e-6);
+}
+
+TEST_F(NoCompositesTest, AnIndexOutOfRangeStillFailsTheStream) {
+  Stream& s = device().default_stream();
+  Tensor x = upload(device(), {1, 2, 3, -1, 0, 1}, {2, 3}, dtype::f32);
+  Tensor target = Tensor::empty(device(), {2}, dtype::i64);
+  std::vector<int64_t> t{3, 0};
+  target.copy_from_host(s, t.data());
+  try {
+    ops::call(s, "cross_entropy", {&x, &target});
+    s.synchronize();
+    ADD_FAILURE() << "a target of 3 with 3 classes was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), OAR_STATUS_OUT_OF_RANGE) << e.what();
+  }
+}
+
+TEST_F(NoCompositesTest, SchemaErrorsComeBeforeTheDecomposition) {
+  Stream& s = device().default_stream();
+  Tensor x = upload(device(), {1, 2, 3}, {3}, dtype::f32);
+  try {
+    ops::call(s, "gelu", {&x}, {Attr("approximate", "fast")});
+    s.synchronize();
+    ADD_FAILURE() << "approximate=fast was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), OAR_STATUS_INVALID_ARGUMENT) << e.what();
+  }
+}
+
+TEST_F(NoCompositesTest, SwitchedOffTheMissingKernelIsUnimplemented) {
+  Stream& s = device().default_stream();
+  Tensor x = upload(device(), {1, 2, 3}, {3}, dtype::f32);
+  decompose::set_device_mode(device(), decompose::Mode::kOff);
+  try {
+    ops::softmax(s, x);
+    ADD_FAILURE() << "softmax ran with decomposition off";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), OAR_STATUS_UNIMPLEMENTED) << e.what();
+    EXPECT_NE(std::string(e.what()).find("no kernel for softmax"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(NoCompositesTest, EnvironmentZeroSwitchesItOff) {
+  Stream& s = device().default_stream();
+  Tensor x = upload(device(), {1, 2, 3}, {3}, dtype::f32);
+  ::setenv("OAR_DECOMPOSE", "0", 1);
+  decompose::reload_environment();
+  EXPECT_EQ(decompose::device_mode(device()), decompose::Mode::kOff);
+  bool unimplemented = false;
+  try {
+    ops::softmax(s, x);
+  } catch (const Error& e) {
+    unimplemented = e.code() == OAR_STATUS_UNIMPLEMENTED;
+  }
+  ::unsetenv("OAR_DECOMPOSE");
+  decompose::reload_environment();
+  EXPECT_TRUE(unimplemented) << "OAR_DECOMPOSE=0 must give the old UNIMPLEMENTED error";
+  EXPECT_EQ(download(device(), ops::softmax(s, x)).size(), 3u) << "unset: the fallback is back";
+}
+
+TEST(DecomposeModeTest, ParsesTheEnvironment) {
+  EXPECT_EQ(decompose::parse_mode(nullptr), decompose::Mode::kFallback);
+  EXPECT_EQ(decompose::parse_mode("0"), decompose::Mode::kOff);
+  EXPECT_EQ(decompose::parse_mode("off"), decompose::Mode::kOff);
+  EXPECT_EQ(decompose::parse_mode("force"), decompose::Mode::kForce);
+  EXPECT_EQ(decompose::parse_mode("1"), decompose::Mode::kFallback);
+}
+
+}  // namespace
+}  // namespace oar::testing
