@@ -16,7 +16,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 LOSS_RTOL = 1e-4
 
 
-def train(device):
+def train(device, mode="eager"):
     # OAR_VALIDATE=1: every call the adapter makes through the plugin's table
     # is checked (freed or foreign handles, out-of-range copies, leaks).
     env = dict(os.environ, GLOG_vmodule="kernel_factory=3", GLOG_minloglevel="0",
@@ -26,7 +26,8 @@ def train(device):
     # corrupts its heap at exit (docs/paddle.md, "Known problems").
     env.pop("OMP_NUM_THREADS", None)
     try:
-        r = subprocess.run([sys.executable, os.path.join(HERE, "mlp_train.py"), device], env=env,
+        r = subprocess.run([sys.executable, os.path.join(HERE, "mlp_train.py"), device, mode],
+                           env=env,
                            capture_output=True, text=True, timeout=120)
     except subprocess.TimeoutExpired as e:
         raise AssertionError(f"training on {device} hung; its log ends: {str(e.stderr)[-2000:]}")
@@ -52,3 +53,10 @@ def test_mlp_loss_curve_matches_paddle_cpu():
     print(f"[{PLUGIN}] CPU fallbacks per MLP training step: {total} ({report})")
     # Every kernel of this model maps onto OAR (forward, backward and SGD).
     assert total == 0, report
+
+
+def test_mlp_under_to_static_matches_paddle_cpu():
+    cpu, _ = train("cpu", "static")
+    dev, fallbacks = train(DEVICE, "static")
+    np.testing.assert_allclose(dev, cpu, rtol=LOSS_RTOL)
+    assert sum(fallbacks.values()) == 0, fallbacks
