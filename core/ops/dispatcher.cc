@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -143,28 +144,39 @@ class PassedChecks {
   // Whether this call's key is one that passed; builds the key either way.
   bool seen(const ops::OpSchema& schema, const DLTensor* tensors, size_t num_inputs,
             size_t num_outputs, const oar_attr_t* attrs, size_t num_attrs) {
-    key_.clear();
-    cacheable_ = encode(schema, tensors, num_inputs, num_outputs, attrs, num_attrs);
+    length_ = 0;
+    hash_ = 0xcbf29ce484222325ull;
+    cacheable_ =
+        encode(schema, tensors, num_inputs, num_outputs, attrs, num_attrs) && length_ <= kMaxKey;
     if (!cacheable_) return false;
-    uint64_t hash = 0xcbf29ce484222325ull;
-    for (int64_t word : key_) hash = (hash ^ uint64_t(word)) * 0x100000001b3ull;
-    slot_ = size_t(hash ^ (hash >> 29)) % kSlots;
-    return slots_[slot_] == key_;
+    slot_ = size_t(hash_ ^ (hash_ >> 17) ^ (hash_ >> 37)) % kSlots;
+    const Slot& slot = slots_[slot_];
+    return slot.length == length_ && std::memcmp(slot.words, key_, length_ * sizeof(int64_t)) == 0;
   }
   // Remembers the key seen() built (the check passed).
   void passed() {
-    if (cacheable_) slots_[slot_] = key_;
+    if (!cacheable_) return;
+    slots_[slot_].length = length_;
+    std::memcpy(slots_[slot_].words, key_, length_ * sizeof(int64_t));
   }
 
  private:
-  static constexpr size_t kSlots = 64;
-  static constexpr size_t kMaxKey = 192;  // longer keys (large attributes) are not kept
+  static constexpr size_t kSlots = 32;
+  static constexpr size_t kMaxKey = 64;  // longer keys (large attributes) are not kept
+  struct Slot {
+    size_t length;  // 0: empty (a key is never empty)
+    int64_t words[kMaxKey];
+  };
 
-  void put(int64_t word) { key_.push_back(word); }
+  void put(int64_t word) {
+    if (length_ < kMaxKey) key_[length_] = word;
+    ++length_;
+    hash_ = ((hash_ << 5) + hash_) ^ uint64_t(word);  // a slot picker; keys compare in full
+  }
   void put_text(const char* text) {
     size_t length = std::strlen(text);
     put(int64_t(length));
-    for (size_t i = 0; i < length; i += 8) {
+    for (size_t i = 0; i < length && length_ <= kMaxKey; i += 8) {  // past kMaxKey: not kept
       uint64_t word = 0;
       std::memcpy(&word, text + i, std::min<size_t>(8, length - i));
       put(int64_t(word));
@@ -227,16 +239,36 @@ class PassedChecks {
         default:
           return false;
       }
-      if (key_.size() > kMaxKey) return false;
+      if (length_ > kMaxKey) return false;
     }
-    return key_.size() <= kMaxKey;
+    return true;
   }
 
-  std::vector<int64_t> key_;
-  bool cacheable_ = false;
-  size_t slot_ = 0;
-  std::vector<int64_t> slots_[kSlots];
+  int64_t key_[kMaxKey];
+  size_t length_;
+  uint64_t hash_;
+  bool cacheable_;
+  size_t slot_;
+  Slot slots_[kSlots];
 };
+
+// This thread's PassedChecks. The pointer is initial-exec TLS (8 bytes, no
+// __tls_get_addr call on the hot path); the object itself is owned by a
+// dynamic thread_local made on the thread's first schema dispatch, which
+// frees it and clears the pointer when the thread exits.
+thread_local PassedChecks* current_checks __attribute__((tls_model("initial-exec"))) = nullptr;
+
+struct PassedChecksOwner {
+  PassedChecks checks{};
+  PassedChecksOwner() { current_checks = &checks; }
+  ~PassedChecksOwner() { current_checks = nullptr; }
+};
+
+PassedChecks& passed_checks() {
+  if (PassedChecks* checks = current_checks) return *checks;
+  thread_local std::unique_ptr<PassedChecksOwner> owner = std::make_unique<PassedChecksOwner>();
+  return owner->checks;
+}
 
 // Checks a schema operator's call: dtypes, attributes, output shapes.
 void check_schema(const ops::OpSchema& schema, const DLTensor* tensors, size_t num_inputs,
@@ -365,10 +397,10 @@ void dispatch(Stream& stream, const OpId& op, const DLTensor* inputs, size_t num
     t.strides = storage;
   }
   if (op.schema() != nullptr) {
-    thread_local PassedChecks passed_checks;
-    if (!passed_checks.seen(*op.schema(), tensors, num_inputs, num_outputs, attrs, num_attrs)) {
+    PassedChecks& checks = passed_checks();
+    if (!checks.seen(*op.schema(), tensors, num_inputs, num_outputs, attrs, num_attrs)) {
       check_schema(*op.schema(), tensors, num_inputs, num_outputs, attrs, num_attrs);
-      passed_checks.passed();
+      checks.passed();
     }
   }
 
