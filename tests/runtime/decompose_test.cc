@@ -189,6 +189,61 @@ std::vector<Case> cases() {
                        {Attr("causal", a.causal), Attr("causal_alignment", a.alignment)})[0];
                  }});
   }
+  struct Conv {
+    const char* name;
+    int64_t c, o, kh, kw, groups;
+    std::vector<int64_t> stride, padding, dilation;
+    bool bias;
+  };
+  for (const Conv& v :
+       {Conv{"conv2d", 3, 4, 3, 3, 1, {1}, {1}, {1}, true},
+        Conv{"conv2d_strided_dilated", 2, 3, 3, 2, 1, {2, 1}, {2, 0}, {1, 2}, false},
+        Conv{"conv2d_groups", 4, 6, 3, 3, 2, {1}, {1}, {1}, true},
+        Conv{"conv2d_1x1_groups_no_bias", 4, 2, 1, 1, 2, {1}, {0}, {1}, false}}) {
+    c.push_back(
+        {v.name,
+         [v](Device& d, DLDataType t) {
+           std::vector<Tensor> in{
+               upload(d, random_values(size_t(2 * v.c * 7 * 9), -2, 2, 16), {2, v.c, 7, 9}, t),
+               upload(d, random_values(size_t(v.o * v.c / v.groups * v.kh * v.kw), -1, 1, 17),
+                      {v.o, v.c / v.groups, v.kh, v.kw}, t)};
+           if (v.bias) in.push_back(upload(d, random_values(size_t(v.o), -1, 1, 18), {v.o}, t));
+           return in;
+         },
+         [v](Stream& s, const std::vector<Tensor>& in) {
+           std::vector<const Tensor*> args;
+           for (const Tensor& t : in) args.push_back(&t);
+           return ops::call(s, "conv2d", args,
+                            {Attr("stride", v.stride), Attr("padding", v.padding),
+                             Attr("dilation", v.dilation), Attr("groups", v.groups)})[0];
+         }});
+  }
+  auto pool_input = [](Device& d, DLDataType t) {
+    std::vector<double> v = random_values(2 * 3 * 7 * 8, -3, 3, 19);
+    v[0] = -kInf, v[1] = -kInf, v[8] = -kInf, v[9] = -kInf;  // a corner window of -inf
+    v[60] = kNaN;
+    return std::vector<Tensor>{upload(d, v, {2, 3, 7, 8}, t)};
+  };
+  for (const char* op : {"max_pool2d", "avg_pool2d"}) {
+    c.push_back({std::string(op) + "_3x3_s2_p1", pool_input,
+                 [op](Stream& s, const std::vector<Tensor>& in) {
+                   std::vector<int64_t> k{3}, st{2}, p{1};
+                   return ops::call(
+                       s, op, {&in[0]},
+                       {Attr("kernel_size", k), Attr("stride", st), Attr("padding", p)})[0];
+                 }});
+    c.push_back(
+        {std::string(op) + "_2x3", pool_input, [op](Stream& s, const std::vector<Tensor>& in) {
+           std::vector<int64_t> k{2, 3};
+           return ops::call(s, op, {&in[0]}, {Attr("kernel_size", k)})[0];
+         }});
+  }
+  c.push_back({"avg_pool2d_exclude_pad", pool_input, [](Stream& s, const std::vector<Tensor>& in) {
+                 std::vector<int64_t> k{3}, st{1}, p{1};
+                 return ops::call(s, "avg_pool2d", {&in[0]},
+                                  {Attr("kernel_size", k), Attr("stride", st), Attr("padding", p),
+                                   Attr("count_include_pad", false)})[0];
+               }});
   return c;
 }
 

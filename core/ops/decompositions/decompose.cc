@@ -27,6 +27,7 @@ const Registry& registry() {
     std::vector<Decomposition> table;
     add_activation_decompositions(table);
     add_normalization_decompositions(table);
+    add_window_decompositions(table);
     Registry r;
     for (const Decomposition& d : table) {
       r.by_op[detail::intern_op(d.op)] = d.fn;
@@ -222,9 +223,9 @@ const DLTensor* Graph::empty(std::vector<int64_t> shape, DLDataType dtype) {
   return own(base, std::move(shape));
 }
 
-const DLTensor* Graph::scalar(double value, DLDataType dtype) {
+const DLTensor* Graph::full(std::vector<int64_t> shape, double value, DLDataType dtype) {
   static const OpId fill_op("fill");
-  const DLTensor* t = empty({}, dtype);
+  const DLTensor* t = empty(std::move(shape), dtype);
   call_into(fill_op, {}, t, {Attr("value", value)});
   return t;
 }
@@ -233,7 +234,7 @@ const DLTensor* Graph::view(const DLTensor* t, std::vector<int64_t> shape) {
   return own(*t, std::move(shape));
 }
 
-const DLTensor* Graph::call(const OpId& op, std::initializer_list<const DLTensor*> inputs,
+const DLTensor* Graph::call(const OpId& op, const std::vector<const DLTensor*>& inputs,
                             std::initializer_list<Attr> attrs, DLDataType out_dtype) {
   const ops::OpSchema& schema = *op.schema();
   std::vector<DLTensor> in;
@@ -251,7 +252,7 @@ const DLTensor* Graph::call(const OpId& op, std::initializer_list<const DLTensor
   return result;
 }
 
-void Graph::call_into(const OpId& op, std::initializer_list<const DLTensor*> inputs,
+void Graph::call_into(const OpId& op, const std::vector<const DLTensor*>& inputs,
                       const DLTensor* out, std::initializer_list<Attr> attrs) {
   std::vector<DLTensor> in;
   in.reserve(inputs.size());
@@ -273,8 +274,8 @@ const DLTensor* Graph::widen(const DLTensor* t) {
   return call(cast_op, {t}, {}, wide);
 }
 
-void Graph::finish(const OpId& op, std::initializer_list<const DLTensor*> inputs,
-                   const DLTensor* out, std::initializer_list<Attr> attrs) {
+void Graph::finish(const OpId& op, const std::vector<const DLTensor*>& inputs, const DLTensor* out,
+                   std::initializer_list<Attr> attrs) {
   static const OpId cast_op("cast");
   DLDataType wide = compute_type(out->dtype);
   if (wide == out->dtype) {

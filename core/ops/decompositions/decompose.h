@@ -85,16 +85,18 @@ class Graph {
 
   // A new scratch tensor (contiguous, uninitialized).
   const DLTensor* empty(std::vector<int64_t> shape, DLDataType dtype);
+  // A tensor of |shape| holding |value| everywhere (fill).
+  const DLTensor* full(std::vector<int64_t> shape, double value, DLDataType dtype);
   // A rank-0 tensor holding |value| (fill).
-  const DLTensor* scalar(double value, DLDataType dtype);
+  const DLTensor* scalar(double value, DLDataType dtype) { return full({}, value, dtype); }
   // |t|'s elements (|t| contiguous) with another shape.
   const DLTensor* view(const DLTensor* t, std::vector<int64_t> shape);
   // Runs |op| into a new scratch output (shape and dtype from the schema;
   // |out_dtype| for cast).
-  const DLTensor* call(const OpId& op, std::initializer_list<const DLTensor*> inputs,
+  const DLTensor* call(const OpId& op, const std::vector<const DLTensor*>& inputs,
                        std::initializer_list<Attr> attrs = {}, DLDataType out_dtype = {0, 0, 0});
   // Runs |op| into |out|.
-  void call_into(const OpId& op, std::initializer_list<const DLTensor*> inputs, const DLTensor* out,
+  void call_into(const OpId& op, const std::vector<const DLTensor*>& inputs, const DLTensor* out,
                  std::initializer_list<Attr> attrs = {});
   // The type a float input is computed in: f32 for f16/bf16, else its own.
   static DLDataType compute_type(DLDataType dtype);
@@ -102,7 +104,7 @@ class Graph {
   const DLTensor* widen(const DLTensor* t);
   // The last step: |op| on |inputs| (in the compute type) stored into |out|
   // (through a cast when |out|'s dtype differs).
-  void finish(const OpId& op, std::initializer_list<const DLTensor*> inputs, const DLTensor* out,
+  void finish(const OpId& op, const std::vector<const DLTensor*>& inputs, const DLTensor* out,
               std::initializer_list<Attr> attrs = {});
 
  private:
@@ -130,5 +132,6 @@ struct Decomposition {
 // The decompositions of each file.
 void add_activation_decompositions(std::vector<Decomposition>& table);
 void add_normalization_decompositions(std::vector<Decomposition>& table);
+void add_window_decompositions(std::vector<Decomposition>& table);
 
 }  // namespace oar::decompose
