@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "cli/describe.h"
+#include "core/ops/decompositions/decompose.h"
 #include "oar/oar.hpp"
 #include "oar/ops.hpp"
 
@@ -157,6 +158,26 @@ void print_info(oar::Device& device) {
   row("features", join(oar::cli::feature_names(p.features)));
   row("compute_units", std::to_string(p.compute_units));
   row("kernels (same dtype)", kernel_coverage(device));
+  // Operators that run through their decomposition into primitives on this
+  // device (docs/ops.md, "Primitives and decompositions"): no f32 kernel, or
+  // all of them where decomposition is forced.
+  const auto mode = oar::decompose::device_mode(device);
+  std::vector<std::string> decomposed;
+  for (const std::string& op : oar::decompose::decomposed_operators()) {
+    const oar::ops::OpSchema* schema = oar::ops::find_schema(op);
+    std::vector<DLDataType> inputs;
+    for (size_t i = 0; i < schema->inputs.size(); ++i) {
+      if (schema->inputs[i].optional) continue;
+      inputs.push_back(int(i) == schema->index_input ? oar::dtype::i64 : oar::dtype::f32);
+    }
+    std::vector<DLDataType> outputs(schema->outputs.size(), oar::dtype::f32);
+    if (mode == oar::decompose::Mode::kForce || !device.has_kernel(op, inputs, outputs)) {
+      decomposed.push_back(op);
+    }
+  }
+  row("decomposed (f32)", mode == oar::decompose::Mode::kOff ? "off (OAR_DECOMPOSE=0)"
+                          : decomposed.empty() ? "none: every decomposable operator has a kernel"
+                                               : join(decomposed));
 }
 
 }  // namespace
