@@ -464,6 +464,7 @@ class ProfileTest : public ::testing::Test {
     properties_.dtypes = OAR_DTYPE_SUPPORT_F16 | OAR_DTYPE_SUPPORT_BF16;
     results_.push_back(passed("abi/streams/x", "abi", "", ""));
     results_.push_back(passed("models/mlp_relu/f32", "models", "", "f32"));
+    results_.push_back(passed("models/train_mlp_sgd/f32", "models", "", "f32"));
     for (const OpDtype& pair : required_pairs(Profile::kFull, properties_)) {
       results_.push_back(
           passed("ops/" + pair.op + "/" + pair.dtype + "/a", "ops", pair.op, pair.dtype));
@@ -562,6 +563,27 @@ TEST_F(ProfileTest, KnownFailureOrUnsupportedInTheAbiOrModelsDeniesEveryProfile)
   EXPECT_EQ(judge_best().verdict, Verdict::kNotCertified);
   results_.erase(results_.begin() + 1);
   EXPECT_EQ(judge_best().verdict, Verdict::kNotCertified) << "no model ran";
+}
+
+// Training needs gradient and optimizer operators outside the core: a
+// plugin without them is certified in the core profile, never the full one.
+TEST_F(ProfileTest, TrainingLoopsAreNeededByTheFullProfileOnly) {
+  for (TestResult& result : results_) {
+    if (result.id.rfind("models/train_", 0) != 0) continue;
+    result.status = Status::kSkipped;
+    result.unsupported = true;
+  }
+  const Judgement judgement = judge_best();
+  EXPECT_EQ(judgement.verdict, Verdict::kCertified) << judgement.headline();
+  ASSERT_TRUE(judgement.profile.has_value());
+  EXPECT_EQ(*judgement.profile, Profile::kCore);
+  const Judgement full = judge(results_, properties_, ProfileRequest::kFull, false);
+  EXPECT_EQ(full.verdict, Verdict::kNotCertified);
+  EXPECT_NE(full.headline().find("training loops"), std::string::npos) << full.headline();
+  // No training loop at all is no better.
+  results_.erase(results_.begin() + 2);
+  EXPECT_EQ(judge(results_, properties_, ProfileRequest::kFull, false).verdict,
+            Verdict::kNotCertified);
 }
 
 TEST_F(ProfileTest, FilteredRunIsPartialNeverCertified) {

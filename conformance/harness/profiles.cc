@@ -36,6 +36,11 @@ std::string gap_reason(const PairTally& tally) {
   return "";
 }
 
+// The model suite's training loops (models/train_*) need the gradient and
+// optimizer operators, which are outside the core profile: they belong to the
+// full profile only.
+bool is_training_model(const std::string& id) { return id.rfind("models/train_", 0) == 0; }
+
 std::string plural(size_t count, const char* noun) {
   return fmt::format("{} {}{}", count, noun, count == 1 ? "" : "s");
 }
@@ -121,6 +126,7 @@ std::vector<TestCase> tests_of_profile(const std::vector<TestCase>& tests, Profi
   const std::set<OpDtype> wanted(pairs.begin(), pairs.end());
   std::vector<TestCase> selected;
   for (const TestCase& test : tests) {
+    if (profile == Profile::kCore && is_training_model(test.id)) continue;
     if (test.area != "ops" || wanted.count({test.op, test.dtype})) selected.push_back(test);
   }
   return selected;
@@ -235,12 +241,17 @@ Judgement judge(const std::vector<TestResult>& results, const oar_device_propert
 
   size_t failures = 0;
   size_t models = 0;
-  std::vector<std::string> excused;  // ABI and model tests the expectations excuse
+  std::vector<std::string> excused;           // ABI and model tests the expectations excuse
+  std::vector<std::string> training_excused;  // training loops: only full needs them
+  size_t training = 0;
   for (const TestResult& result : results) {
     if (is_failure(result.status)) ++failures;
-    if (result.area == "models") ++models;
     if (result.area != "abi" && result.area != "models") continue;
-    if (result.unsupported || result.status == Status::kKnownFailure) excused.push_back(result.id);
+    const bool trains = is_training_model(result.id);
+    if (result.area == "models") ++(trains ? training : models);
+    if (result.unsupported || result.status == Status::kKnownFailure) {
+      (trains ? training_excused : excused).push_back(result.id);
+    }
   }
   if (failures > 0) {
     judgement.reasons.push_back(
@@ -264,13 +275,21 @@ Judgement judge(const std::vector<TestResult>& results, const oar_device_propert
                        profile_name(coverage.profile), Judgement::coverage_text(coverage), first.op,
                        first.dtype, first.reason);
   };
+  const bool trained = training > 0 && training_excused.empty();
   std::optional<Profile> met;
-  if (request != ProfileRequest::kCore && judgement.full.complete()) {
+  if (request != ProfileRequest::kCore && judgement.full.complete() && trained) {
     met = Profile::kFull;
   } else if (request != ProfileRequest::kFull && judgement.core.complete()) {
     met = Profile::kCore;
-  } else if (request == ProfileRequest::kFull) {
+  } else if (request == ProfileRequest::kFull && !judgement.full.complete()) {
     judgement.reasons.push_back(incomplete(judgement.full));
+  } else if (request == ProfileRequest::kFull) {
+    judgement.reasons.push_back(
+        training == 0
+            ? std::string("no training loop ran; the full profile needs them")
+            : fmt::format("{} of the training loops marked unsupported or known to fail "
+                          "(first: {}); the full profile needs them all",
+                          plural(training_excused.size(), "test"), training_excused.front()));
   } else {
     judgement.reasons.push_back(incomplete(judgement.core));
   }

@@ -29,7 +29,8 @@ using sdk::TensorView;
 
 constexpr uint32_t kFloats = ops::kFloats;
 constexpr uint32_t kNumbers = ops::kNumbers;
-constexpr uint32_t kAll = ops::kAll;
+// Every dtype of the set, the narrow integers included (the plumbing operators).
+constexpr uint32_t kAll = ops::kAll | ops::kSmallInts;
 
 // --- what every kernel shares ---------------------------------------------------
 
@@ -112,7 +113,7 @@ void move_elements(const TensorView& to, const TensorView& from) {
 void fill(const KernelCall& call) {
   const TensorView y = output(call);
   const double value = call.attrs.get_float("value");
-  sdk::with_dtype(y.dtype, [&](auto type) {
+  sdk::with_dtype<kAll>(y.dtype, [&](auto type) {
     using T = decltype(type);
     launch(call, [y, value] {
       for (int64_t i = 0; i < y.numel(); ++i) {
@@ -149,8 +150,8 @@ void cast(const KernelCall& call) {
     launch(call, [x, y] { move_elements(y, x); });  // bit-exact
     return;
   }
-  sdk::with_dtype(x.dtype, [&](auto from) {
-    sdk::with_dtype(y.dtype, [&](auto to) {
+  sdk::with_dtype<kAll>(x.dtype, [&](auto from) {
+    sdk::with_dtype<kAll>(y.dtype, [&](auto to) {
       using X = decltype(from);
       using Y = decltype(to);
       launch(call, [x, y] {
@@ -614,10 +615,12 @@ void rotary_embedding(const KernelCall& call) {
 void attention(const KernelCall& call) {
   const TensorView q = input(call, 0), k = input(call, 1), v = input(call, 2), y = output(call);
   const bool causal = call.attrs.get_bool("causal");
+  // bottom_right: query i sees keys up to i + (lk - lq); top_left: up to i.
+  const bool top_left = call.attrs.get_string("causal_alignment") == "top_left";
   const double scale_attr = call.attrs.get_float("scale");
   sdk::with_dtype<kFloats>(q.dtype, [&](auto type) {
     using T = decltype(type);
-    launch(call, [q, k, v, y, causal, scale_attr] {
+    launch(call, [q, k, v, y, causal, top_left, scale_attr] {
       const int64_t lq = q.shape[q.ndim - 2], d = q.shape[q.ndim - 1];
       const int64_t lk = k.shape[k.ndim - 2], dv = v.shape[v.ndim - 1];
       int64_t heads = 1;  // the leading dimensions, equal in q, k, v and y
@@ -627,7 +630,8 @@ void attention(const KernelCall& call) {
       std::vector<double> score(static_cast<size_t>(lk), 0.0);
       for (int64_t h = 0; h < heads; ++h) {
         for (int64_t i = 0; i < lq; ++i) {
-          const int64_t visible = causal ? std::clamp<int64_t>(i + (lk - lq) + 1, 0, lk) : lk;
+          const int64_t shift = top_left ? 0 : lk - lq;
+          const int64_t visible = causal ? std::clamp<int64_t>(i + shift + 1, 0, lk) : lk;
           for (int64_t j = 0; j < visible; ++j) {
             double dot = 0;
             for (int64_t e = 0; e < d; ++e)
