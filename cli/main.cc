@@ -170,7 +170,7 @@ void print_info(oar::Device& device) {
       if (schema->inputs[i].optional) continue;
       inputs.push_back(int(i) == schema->index_input ? oar::dtype::i64 : oar::dtype::f32);
     }
-    std::vector<DLDataType> outputs(schema->outputs.size(), oar::dtype::f32);
+    std::vector<DLDataType> outputs = oar::ops::output_dtypes(*schema, oar::dtype::f32);
     if (mode == oar::decompose::Mode::kForce || !device.has_kernel(op, inputs, outputs)) {
       decomposed.push_back(op);
     }

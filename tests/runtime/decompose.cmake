@@ -37,7 +37,7 @@ gtest_discover_tests(oar_decompose_test DISCOVERY_TIMEOUT 60)
 # operators, on the real cpu plugin with every decomposition forced
 # (OAR_DECOMPOSE=force) and on cpu_no_composites, where they are the fallback.
 if(TARGET oar_conform)
-  set(OAR_DECOMPOSED_FILTER "ops/softmax/*,ops/log_softmax/*,ops/gelu/*,ops/silu/*,ops/sigmoid/*,ops/relu/*,ops/mean/*,ops/layer_norm/*,ops/rms_norm/*,ops/batch_norm/*,ops/cross_entropy/*,ops/scaled_dot_product_attention/*,ops/conv2d/*,ops/max_pool2d/*,ops/avg_pool2d/*")
+  set(OAR_DECOMPOSED_FILTER "ops/softmax/*,ops/log_softmax/*,ops/gelu/*,ops/silu/*,ops/sigmoid/*,ops/relu/*,ops/mean/*,ops/layer_norm/*,ops/rms_norm/*,ops/batch_norm/*,ops/cross_entropy/*,ops/scaled_dot_product_attention/*,ops/conv2d/*,ops/max_pool2d/*,ops/avg_pool2d/*,ops/reciprocal/*,ops/rsqrt/*,ops/gt/*,ops/ge/*,ops/ne/*,ops/embedding/*,ops/index_select/*")
   foreach(variant cpu_forced cpu_no_composites)
     if(variant STREQUAL "cpu_forced")
       set(manifest "${OAR_TEST_MANIFEST_DIR}/cpu.json")

@@ -10,11 +10,28 @@
 namespace oar_defect {
 namespace {
 
-const char* const kDropped[] = {"softmax",    "log_softmax",   "gelu",
-                                "silu",       "sigmoid",       "relu",
-                                "mean",       "layer_norm",    "rms_norm",
-                                "batch_norm", "cross_entropy", "scaled_dot_product_attention",
-                                "conv2d",     "max_pool2d",    "avg_pool2d"};
+const char* const kDropped[] = {"softmax",
+                                "log_softmax",
+                                "gelu",
+                                "silu",
+                                "sigmoid",
+                                "relu",
+                                "mean",
+                                "layer_norm",
+                                "rms_norm",
+                                "batch_norm",
+                                "cross_entropy",
+                                "scaled_dot_product_attention",
+                                "conv2d",
+                                "max_pool2d",
+                                "avg_pool2d",
+                                "reciprocal",
+                                "rsqrt",
+                                "gt",
+                                "ge",
+                                "ne",
+                                "embedding",
+                                "index_select"};
 
 bool dropped(const char* op) {
   for (const char* name : kDropped) {

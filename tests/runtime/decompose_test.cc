@@ -93,7 +93,33 @@ std::vector<Case> cases() {
         },
         [op](Stream& s, const std::vector<Tensor>& in) { return ops::call(s, op, {&in[0]})[0]; }};
   };
-  for (const char* op : {"sigmoid", "silu", "relu"}) c.push_back(unary(op));
+  for (const char* op : {"sigmoid", "silu", "relu", "reciprocal", "rsqrt"}) c.push_back(unary(op));
+  auto pair = [](Device& d, DLDataType t) {
+    std::vector<double> a = random_values(64, -2, 2, 20), b = random_values(64, -2, 2, 21);
+    for (size_t i = 0; i < 16; ++i) b[i] = a[i];  // ties
+    a[20] = kNaN, b[21] = kNaN, a[22] = 0, b[22] = -0.0, a[23] = kInf, b[23] = kInf;
+    return std::vector<Tensor>{upload(d, a, {8, 8}, t), upload(d, b, {8, 8}, t)};
+  };
+  for (const char* op : {"gt", "ge", "ne"}) {
+    c.push_back({op, pair, [op](Stream& s, const std::vector<Tensor>& in) {
+                   return ops::call(s, op, {&in[0], &in[1]})[0];
+                 }});
+  }
+  auto table_and_index = [](Device& d, DLDataType t) {
+    std::vector<int64_t> index{3, 0, 2, 2, 1, 3};
+    Tensor ti = Tensor::empty(d, {2, 3}, dtype::i64);
+    ti.copy_from_host(d.default_stream(), index.data());
+    return std::vector<Tensor>{upload(d, random_values(60, -3, 3, 22), {5, 4, 3}, t), ti};
+  };
+  c.push_back({"embedding", table_and_index, [](Stream& s, const std::vector<Tensor>& in) {
+                 Tensor weight = in[0].view({5, 12});
+                 return ops::call(s, "embedding", {&weight, &in[1]})[0];
+               }});
+  c.push_back(
+      {"index_select", table_and_index, [](Stream& s, const std::vector<Tensor>& in) {
+         Tensor index = in[1].view({6});
+         return ops::call(s, "index_select", {&in[0], &index}, {Attr("axis", int64_t(1))})[0];
+       }});
   Case gelu = unary("gelu");
   c.push_back(gelu);
   gelu.name = "gelu_tanh";

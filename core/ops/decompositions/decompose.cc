@@ -28,6 +28,7 @@ const Registry& registry() {
     add_activation_decompositions(table);
     add_normalization_decompositions(table);
     add_window_decompositions(table);
+    add_elementwise_decompositions(table);
     Registry r;
     for (const Decomposition& d : table) {
       r.by_op[detail::intern_op(d.op)] = d.fn;

@@ -133,5 +133,6 @@ struct Decomposition {
 void add_activation_decompositions(std::vector<Decomposition>& table);
 void add_normalization_decompositions(std::vector<Decomposition>& table);
 void add_window_decompositions(std::vector<Decomposition>& table);
+void add_elementwise_decompositions(std::vector<Decomposition>& table);
 
 }  // namespace oar::decompose
