@@ -84,6 +84,32 @@ std::vector<IndexCase> index_cases() {
          const Tensor dloss = Tensor::empty(s.device(), {3}, dtype::f32, &s);
          ops::call(s, "cross_entropy_grad", {&dloss, &logits, &target}, {{"reduction", "none"}});
        }},
+      // The operator set v2's indexing (docs/ops.md, "one_hot", "scatter,
+      // scatter_add"): the data tensor is unused by one_hot; scatter's src
+      // (values irrelevant: the check is the error) is made here.
+      {"one_hot",
+       {1},
+       {2, 3},
+       4,
+       [](Stream& s, const Tensor&, const Tensor& i) {
+         ops::call(s, "one_hot", {&i}, {{"num_classes", 4}}, dtype::f32);
+       }},
+      {"scatter",
+       {4, 6},
+       {4, 2},
+       6,
+       [](Stream& s, const Tensor& x, const Tensor& i) {
+         const Tensor src = Tensor::empty(s.device(), {4, 2}, dtype::f32, &s);
+         ops::call(s, "scatter", {&x, &i, &src}, {{"axis", 1}});
+       }},
+      {"scatter_add",
+       {6, 4},
+       {2, 4},
+       6,
+       [](Stream& s, const Tensor& x, const Tensor& i) {
+         const Tensor src = Tensor::empty(s.device(), {2, 4}, dtype::f32, &s);
+         ops::call(s, "scatter_add", {&x, &i, &src}, {{"axis", 0}});
+       }},
   };
 }
 
