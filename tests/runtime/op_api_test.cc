@@ -251,3 +251,29 @@ TEST_F(OpApiTest, RememberedSchemaChecksNeverPassADifferentCall) {
 
 }  // namespace
 }  // namespace oar::testing
+
+namespace oar::testing {
+namespace {
+
+// One wording on every plugin (opencl and vulkan say the same words): the core
+// names the operator once, the plugin says why.
+TEST_F(OpApiTest, EmptyAxisRefusalOfMaxMinAndArgReductionsNamesTheOperatorOnce) {
+  Stream& stream = device().default_stream();
+  Tensor x = Tensor::empty(device(), {3, 0}, dtype::f32);
+  const std::string why = "over an empty axis there is no value to return (no identity)";
+  for (const char* op : {"max", "min"}) {
+    std::string message = error_of(OAR_STATUS_INVALID_ARGUMENT, [&] {
+      ops::call(stream, op, {&x}, AttrList().add("axes", std::vector<int64_t>{1}));
+    });
+    EXPECT_NE(message.find(std::string(op) + ": " + why), std::string::npos) << message;
+    EXPECT_EQ(message.find(std::string(op) + ": " + op), std::string::npos) << message;
+  }
+  for (const char* op : {"argmax", "argmin"}) {
+    std::string message = error_of(OAR_STATUS_INVALID_ARGUMENT,
+                                   [&] { ops::call(stream, op, {&x}, AttrList().add("axis", 1)); });
+    EXPECT_NE(message.find(std::string(op) + ": " + why), std::string::npos) << message;
+  }
+}
+
+}  // namespace
+}  // namespace oar::testing

@@ -195,7 +195,7 @@ void reduce_kernel(KernelContext& context) {
   const Geometry g = geometry(x, context.attrs.get_ints("axes"));
   oar::sdk::require(g.count > 0 || (r != Reduce::kMax && r != Reduce::kMin),
                     OAR_STATUS_INVALID_ARGUMENT,
-                    std::string(context.schema.name) + " of an empty axis has no value");
+                    "over an empty axis there is no value to return (no identity)");
   with_dtype(x.dtype, [&](auto t) {
     using T = decltype(t);
     if constexpr (!std::is_same_v<T, bool> && (kIsFloat<T> || r != Reduce::kMean)) {
@@ -214,7 +214,7 @@ void arg_kernel(KernelContext& context) {
   int64_t outer = 1, dim = 1, inner = 1;
   for (int d = 0; d < x.ndim; ++d) (d < axis ? outer : d == axis ? dim : inner) *= x.shape[d];
   oar::sdk::require(dim > 0, OAR_STATUS_INVALID_ARGUMENT,
-                    std::string(context.schema.name) + " of an empty axis has no value");
+                    "over an empty axis there is no value to return (no identity)");
   with_dtype(x.dtype, [&](auto t) {
     using T = decltype(t);
     if constexpr (!std::is_same_v<T, bool>) {

@@ -54,7 +54,7 @@ void reduce_body(KernelContext& context) {
   if (op == "max" || op == "min") {
     for (int d = 0; d < r.inner_rank; ++d) {
       oar::sdk::require(r.inner_shape[d] != 0, OAR_STATUS_INVALID_ARGUMENT,
-                        op + ": cannot reduce over an empty axis (no identity)");
+                        "over an empty axis there is no value to return (no identity)");
     }
   }
   if (r.outer_n == 0) return;
@@ -71,7 +71,7 @@ void arg_body(KernelContext& context) {
   if (x.ndim > 0) reduced[size_t(axis)] = true;
   Reduction r = split(x, y, reduced);
   oar::sdk::require(r.inner_n != 0, OAR_STATUS_INVALID_ARGUMENT,
-                    op + ": the axis is empty (no position to return)");
+                    "over an empty axis there is no value to return (no identity)");
   if (r.outer_n == 0) return;
   std::string name = "r_" + op;
   context.launch(Source::kReduction, x.dtype, name.c_str(), r.outer_n, {x.memory, y.memory, r});

@@ -132,7 +132,7 @@ void reduce(KernelContext& c, const std::vector<bool>& reduced) {
   // max, min and the arg reductions have no identity: an empty reduced axis
   // fails even when the output is empty.
   oar::sdk::require(r.count > 0 || r.op == 0 || r.op == 1 || r.op == 4, OAR_STATUS_INVALID_ARGUMENT,
-                    std::string(c.schema.name) + " over an empty axis has no result");
+                    "over an empty axis there is no value to return (no identity)");
   r.divisor = double(r.count);
   r.x = x.buffer();
   r.x_dtype = x.dtype;
