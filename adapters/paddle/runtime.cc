@@ -2,6 +2,7 @@
 // "oar", whose device ids are the OAR runtime's visible devices (adapter.h).
 // Every slot catches oar::Error (and anything else) and turns it into a
 // C_Status after printing the message, since Paddle's status has no text.
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -19,7 +20,8 @@ namespace {
 std::mutex g_adapter_mutex;
 Adapter* g_adapter = nullptr;
 bool g_adapter_failed = false;
-bool g_finalized = false;  // no adapter is made again once Paddle finalized it
+bool g_finalized = false;            // no adapter is made again once Paddle finalized it
+std::atomic<bool> g_exiting{false};  // the process is exiting: leave OAR alone
 thread_local int t_current_device = 0;
 
 void log_error(const char* slot, const char* what) {
@@ -49,12 +51,14 @@ Adapter* Adapter::get() {
   if (g_adapter != nullptr || g_adapter_failed || g_finalized) return g_adapter;
   try {
     g_adapter = new Adapter();
-    // At exit, liboar's own static objects die before Paddle's (liboar was
-    // loaded after it) and Paddle calls finalize from its own exit-time
-    // cleanup; an atexit handler registered now runs before liboar's
-    // destructors, so OAR is torn down while it is whole. Paddle's later
-    // destroy and free calls then find no adapter and do nothing.
-    std::atexit([] { Adapter::finalize(); });
+    // Process exit: C++ static objects die in the reverse order of their
+    // construction, and liboar builds some lazily (on first dispatch, after
+    // this point), so by the time Paddle's own exit-time cleanup destroys
+    // its streams and events and calls finalize, parts of OAR are gone.
+    // From this handler on (it runs before every static object constructed
+    // after now, and before Paddle's) the adapter touches OAR no more: every
+    // slot returns at once and what is still alive is left to the exit.
+    std::atexit([] { g_exiting.store(true); });
   } catch (const std::exception& e) {
     g_adapter_failed = true;
     log_error("cannot start OAR (Paddle's CPU keeps working)", e.what());
@@ -156,6 +160,7 @@ namespace {
 // Runs |body|, turning exceptions into a C_Status with a message.
 template <typename F>
 C_Status guarded(const char* slot, F&& body) {
+  if (g_exiting.load(std::memory_order_relaxed)) return C_SUCCESS;
   try {
     return body();
   } catch (const oar::Error& e) {
@@ -235,7 +240,7 @@ C_Status deinit_device(const C_Device device) {
 }
 
 C_Status finalize() {
-  Adapter::finalize();
+  if (!g_exiting.load()) Adapter::finalize();
   return C_SUCCESS;
 }
 
