@@ -31,7 +31,13 @@ const char* const kDropped[] = {"softmax",
                                 "ge",
                                 "ne",
                                 "embedding",
-                                "index_select"};
+                                "index_select",
+                                "logical_not",
+                                "logical_and",
+                                "logical_or",
+                                "logical_xor",
+                                "bitwise_not",
+                                "clip"};
 
 bool dropped(const char* op) {
   for (const char* name : kDropped) {

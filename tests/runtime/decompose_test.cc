@@ -105,6 +105,50 @@ std::vector<Case> cases() {
                    return ops::call(s, op, {&in[0], &in[1]})[0];
                  }});
   }
+  auto truth = [](Device& d, DLDataType) {
+    // Bytes 0, 1 and 2 (2 is true too).
+    std::vector<uint8_t> a{0, 0, 1, 1, 2, 2, 0, 2, 1}, b{0, 1, 0, 1, 2, 0, 2, 1, 2};
+    Tensor ta = Tensor::empty(d, {9}, dtype::boolean), tb = Tensor::empty(d, {9}, dtype::boolean);
+    ta.copy_from_host(d.default_stream(), a.data());
+    tb.copy_from_host(d.default_stream(), b.data());
+    d.default_stream().synchronize();
+    return std::vector<Tensor>{ta, tb};
+  };
+  for (const char* op : {"logical_and", "logical_or", "logical_xor"}) {
+    c.push_back({op, truth, [op](Stream& s, const std::vector<Tensor>& in) {
+                   return ops::call(s, op, {&in[0], &in[1]})[0];
+                 }});
+  }
+  for (const char* op : {"logical_not", "bitwise_not"}) {
+    c.push_back({std::string(op), truth, [op](Stream& s, const std::vector<Tensor>& in) {
+                   return ops::call(s, op, {&in[0]})[0];
+                 }});
+  }
+  c.push_back({"bitwise_not_i32",
+               [](Device& d, DLDataType) {
+                 std::vector<int32_t> v{0, 1, -1, 7, INT32_MIN, INT32_MAX};
+                 Tensor t = Tensor::empty(d, {6}, dtype::i32);
+                 t.copy_from_host(d.default_stream(), v.data());
+                 d.default_stream().synchronize();
+                 return std::vector<Tensor>{t};
+               },
+               [](Stream& s, const std::vector<Tensor>& in) {
+                 return ops::call(s, "bitwise_not", {&in[0]})[0];
+               }});
+  c.push_back({"clip",
+               [](Device& d, DLDataType t) {
+                 std::vector<double> x = random_values(40, -3, 3, 23);
+                 x[0] = kNaN, x[1] = kInf, x[2] = -kInf;
+                 std::vector<double> lo = random_values(8, -2, 0, 24),
+                                     hi = random_values(8, 0, 2, 25);
+                 lo[3] = 1.5, hi[3] = -1.5;  // min > max: max
+                 lo[4] = kNaN;
+                 return std::vector<Tensor>{upload(d, x, {5, 8}, t), upload(d, lo, {8}, t),
+                                            upload(d, hi, {8}, t)};
+               },
+               [](Stream& s, const std::vector<Tensor>& in) {
+                 return ops::call(s, "clip", {&in[0], &in[1], &in[2]})[0];
+               }});
   auto table_and_index = [](Device& d, DLDataType t) {
     std::vector<int64_t> index{3, 0, 2, 2, 1, 3};
     Tensor ti = Tensor::empty(d, {2, 3}, dtype::i64);

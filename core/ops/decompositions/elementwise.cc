@@ -1,6 +1,6 @@
 // Elementwise and indexing operators outside the primitive set: reciprocal,
-// rsqrt, gt, ge, ne, embedding, index_select (docs/ops.md, "Primitives and
-// decompositions").
+// rsqrt, gt, ge, ne, embedding, index_select, the logical operators,
+// bitwise_not, clip (docs/ops.md, "Primitives and decompositions").
 #include <vector>
 
 #include "core/ops/decompositions/decompose.h"
@@ -82,6 +82,57 @@ void index_select(Graph& g) {
   g.call_into(gather, {x, spread}, g.out(0), {Attr("axis", axis)});
 }
 
+// Truth values as the bytes 0 and 1 (any nonzero byte is true): !x.
+const DLTensor* is_false(Graph& g, const DLTensor* x) {
+  OAR_OP(eq, "eq");
+  return g.call(eq, {x, g.scalar(0.0, dtype::boolean)});
+}
+
+void logical_not(Graph& g) {
+  OAR_OP(eq, "eq");
+  g.call_into(eq, {g.in(0), g.scalar(0.0, dtype::boolean)}, g.out(0));
+}
+
+// a && b = !a ? false : !!b; a || b = !a ? !!b : true (results 0 or 1).
+void logical_and(Graph& g) {
+  OAR_OP(where, "where");
+  const DLTensor* b = is_false(g, is_false(g, g.in(1)));
+  g.call_into(where, {is_false(g, g.in(0)), g.scalar(0.0, dtype::boolean), b}, g.out(0));
+}
+
+void logical_or(Graph& g) {
+  OAR_OP(where, "where");
+  const DLTensor* b = is_false(g, is_false(g, g.in(1)));
+  g.call_into(where, {is_false(g, g.in(0)), b, g.scalar(1.0, dtype::boolean)}, g.out(0));
+}
+
+// a xor b = (!a) != (!b), on normalized bytes.
+void logical_xor(Graph& g) {
+  OAR_OP(eq, "eq");
+  const DLTensor* same = g.call(eq, {is_false(g, g.in(0)), is_false(g, g.in(1))});
+  g.call_into(eq, {same, g.scalar(0.0, dtype::boolean)}, g.out(0));
+}
+
+// ~x = -x - 1 in two's complement (wrapping: ~INT_MIN = INT_MAX); on bool,
+// logical_not.
+void bitwise_not(Graph& g) {
+  OAR_OP(neg, "neg");
+  OAR_OP(sub, "sub");
+  const DLTensor* x = g.in(0);
+  if (x->dtype == dtype::boolean) {
+    logical_not(g);
+    return;
+  }
+  g.call_into(sub, {g.call(neg, {x}), g.scalar(1.0, x->dtype)}, g.out(0));
+}
+
+// minimum(maximum(x, min), max): NaN anywhere gives NaN, min > max gives max.
+void clip(Graph& g) {
+  OAR_OP(maximum, "maximum");
+  OAR_OP(minimum, "minimum");
+  g.call_into(minimum, {g.call(maximum, {g.in(0), g.in(1)}), g.in(2)}, g.out(0));
+}
+
 #undef OAR_OP
 
 }  // namespace
@@ -94,6 +145,12 @@ void add_elementwise_decompositions(std::vector<Decomposition>& table) {
   table.push_back({"ne", ne});
   table.push_back({"embedding", embedding});
   table.push_back({"index_select", index_select});
+  table.push_back({"logical_not", logical_not});
+  table.push_back({"logical_and", logical_and});
+  table.push_back({"logical_or", logical_or});
+  table.push_back({"logical_xor", logical_xor});
+  table.push_back({"bitwise_not", bitwise_not});
+  table.push_back({"clip", clip});
 }
 
 }  // namespace oar::decompose
