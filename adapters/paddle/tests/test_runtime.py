@@ -109,3 +109,34 @@ def test_missing_plugin_leaves_paddle_cpu_working(tmp_path):
 
 def test_oar0_is_the_plugin_under_test():
     assert device_name() == f"{PLUGIN}:0"
+
+
+def _child(code, **env):
+    """Runs |code| in a new Python with |env| added; returns its stdout."""
+    full = dict(os.environ, **env)
+    # os._exit: see docs/paddle.md, "Known problems" (exit-time corruption).
+    r = subprocess.run([sys.executable, "-c", code + "\nimport os, sys\nsys.stdout.flush()\n"
+                        "os._exit(0)\n"], env=full, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return r.stdout
+
+
+@pytest.mark.skipif(PLUGIN != "sim", reason="uses the sim plugin's profiles")
+def test_device_out_of_memory_is_paddles_out_of_memory_error():
+    # The tiny profile has 128 MiB: four 100 MiB tensors cannot all be had.
+    # Paddle raises its out-of-memory error (MemoryError in Python), and the
+    # device still works afterwards.
+    out = _child("import paddle\n"
+                 "paddle.set_device('oar:0')\n"
+                 "xs = []\n"
+                 "try:\n"
+                 "    for i in range(4):\n"
+                 "        xs.append(paddle.zeros([25 << 20], dtype='float32'))\n"
+                 "    print('allocated all')\n"
+                 "except Exception as e:\n"
+                 "    print('ERROR', type(e).__name__)\n"
+                 "del xs\n"
+                 "print('after', float(paddle.ones([8]).sum()))\n",
+                 OAR_SIM_PROFILE="tiny")
+    assert "ERROR MemoryError" in out, out
+    assert "after 8.0" in out, out
