@@ -9,6 +9,9 @@
 // another stream T takes it only after an event recorded on S reports that S's work is done, or
 // reports S's error (a failed stream runs no more work), or S is destroyed.
 // Tunable through a config string (OAR_ALLOC_CONF), see AllocatorConfig.
+// OAR_ALLOC_TRACE=<file> records every allocate/free/record_stream/forget_stream/empty_cache
+// as one text line (format in docs/performance.md, "Allocation traces"); "%p" in the name is
+// replaced by the process id. bench/fragmentation_bench.cc replays such traces.
 //
 // Threading: every CachingAllocator member is thread-safe (one internal mutex), except the
 // destructor, which must not race with any other call.
@@ -83,6 +86,8 @@ class Block {
   size_t requested_size() const { return requested_size_; }
   // The stream the block was allocated on.
   void* stream() const { return stream_; }
+  // What the caller passed to allocate() as |owner| (or set_owner() since).
+  void* owner() const { return owner_; }
 
   Block(const Block&) = delete;
   Block& operator=(const Block&) = delete;
@@ -101,6 +106,8 @@ class Block {
   size_t size_ = 0;
   size_t requested_size_ = 0;
   void* stream_ = nullptr;
+  void* owner_ = nullptr;
+  uint64_t trace_id_ = 0;  // the block's number in the OAR_ALLOC_TRACE file
   detail::Segment* segment_ = nullptr;
   uint64_t segment_id_ = 0;
   Block* prev_ = nullptr;  // neighbours in the segment, by offset
@@ -130,7 +137,13 @@ class CachingAllocator {
   // Errors: OAR_STATUS_RESOURCE_EXHAUSTED when the backend is out of memory even after the
   // cache was released (the message gives the size and the allocator's usage); any other
   // backend error as is.
-  Result<Block*> allocate(size_t size, void* stream);
+  // |owner| is the caller's, kept with the block under the allocator's own lock (so a caller
+  // that must find its live objects again, such as Device at shutdown, needs no second lock).
+  Result<Block*> allocate(size_t size, void* stream, void* owner = nullptr);
+  // Replaces the owner of an allocated block (the owning object moved).
+  void set_owner(Block* block, void* owner);
+  // The owners (non-null) of the blocks allocated now, in no particular order.
+  std::vector<void*> owners() const;
   // Returns |block| to the cache (nullptr is a no-op). Work already submitted to the block's
   // stream may still use it: stream order makes reuse on that stream safe.
   void free(Block* block);

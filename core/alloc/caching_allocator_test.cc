@@ -2,10 +2,13 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <iterator>
 #include <map>
 #include <mutex>
@@ -945,6 +948,76 @@ TEST(CachingAllocatorTest, ConcurrentAllocFreeKeepsBlocksDisjointAndStatsConsist
   EXPECT_EQ(allocator.stats().reserved_bytes, 0u);
   EXPECT_EQ(backend.live_allocations(), 0u);
   EXPECT_EQ(backend.live_events(), 0u);
+}
+
+}  // namespace
+}  // namespace oar::alloc
+
+namespace oar::alloc {
+namespace {
+
+// --- Owners (Device finds its live buffers through them) and OAR_ALLOC_TRACE ----------------
+
+TEST(CachingAllocatorOwnerTest, OwnersAreTheLiveBlocksOwnersAndFollowSetOwner) {
+  FakeBackend backend;
+  CachingAllocator allocator(backend);
+  int a = 0, b = 0, c = 0;
+  Result<Block*> first = allocator.allocate(1000, kS1, &a);
+  Result<Block*> second = allocator.allocate(3 * kMiB, kS1, &b);
+  Result<Block*> unowned = allocator.allocate(100, kS1);
+  ASSERT_TRUE(first.ok() && second.ok() && unowned.ok());
+  EXPECT_EQ(first.value()->owner(), &a);
+  std::vector<void*> owners = allocator.owners();
+  std::sort(owners.begin(), owners.end());
+  std::vector<void*> expected = {&a, &b};
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(owners, expected);
+  allocator.set_owner(second.value(), &c);
+  allocator.free(first.value());
+  EXPECT_EQ(allocator.owners(), std::vector<void*>{&c});
+  allocator.free(second.value());
+  allocator.free(unowned.value());
+  EXPECT_TRUE(allocator.owners().empty());
+  // A reused block does not keep its previous owner.
+  Result<Block*> again = allocator.allocate(1000, kS1);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again.value()->owner(), nullptr);
+  allocator.free(again.value());
+}
+
+TEST(CachingAllocatorTraceTest, RecordsEveryCallAsOneLine) {
+  std::string path = ::testing::TempDir() + "oar_alloc_trace_test.%p";
+  ASSERT_EQ(setenv("OAR_ALLOC_TRACE", path.c_str(), 1), 0);
+  {
+    FakeBackend backend;
+    CachingAllocator allocator(backend);
+    unsetenv("OAR_ALLOC_TRACE");
+    Block* x = must_allocate(allocator, 1000, kS1);
+    Block* y = must_allocate(allocator, 5 * kMiB, kS2);
+    allocator.record_stream(x, kS2);
+    allocator.free(x);
+    allocator.free(y);
+    allocator.forget_stream(kS2);
+    EXPECT_TRUE(allocator.empty_cache().ok());
+  }
+  std::string name = ::testing::TempDir() + "oar_alloc_trace_test." + std::to_string(getpid());
+  std::FILE* file = std::fopen(name.c_str(), "r");
+  ASSERT_NE(file, nullptr) << name;
+  std::string text;
+  char chunk[256];
+  size_t got = 0;
+  while ((got = std::fread(chunk, 1, sizeof(chunk), file)) > 0) text.append(chunk, got);
+  std::fclose(file);
+  std::remove(name.c_str());
+  EXPECT_EQ(text,
+            "# oar-alloc-trace 1 alignment=512 small_segment=2097152\n"
+            "a 1 1000 0\n"
+            "a 2 5242880 1\n"
+            "r 1 1\n"
+            "f 1\n"
+            "f 2\n"
+            "s 1\n"
+            "e\n");
 }
 
 }  // namespace

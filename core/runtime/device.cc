@@ -176,9 +176,12 @@ Buffer Device::allocate(uint64_t size, Stream* stream) {
                 "allocate on " + name_ + " with a stream of " + stream->device().name());
   }
   detail::DeviceMemory& memory = memory_or_create();
-  auto block = memory.allocator.allocate(size, stream->handle());
-  if (!block.ok()) throw Error(block.status().code(), block.status().message(), plugin_->name());
   Buffer buffer;
+  // A cached buffer is found again at shutdown through its block's owner,
+  // kept under the allocator's lock: no second lock per allocate and free.
+  detail::Tracked& tracked = buffer;
+  auto block = memory.allocator.allocate(size, stream->handle(), &tracked);
+  if (!block.ok()) throw Error(block.status().code(), block.status().message(), plugin_->name());
   buffer.device_ = this;
   buffer.memory_ = static_cast<oar_memory_t>(block.value()->memory());
   buffer.offset_ = block.value()->offset();
@@ -186,7 +189,7 @@ Buffer Device::allocate(uint64_t size, Stream* stream) {
   buffer.kind_ = OAR_MEMORY_KIND_DEVICE;
   buffer.owner_ = Buffer::Owner::kCached;
   buffer.block_ = block.value();
-  buffer.track(this);
+  tracked.prev_ = tracked.next_ = &tracked;  // "tracked by the allocator"
   return buffer;
 }
 
@@ -278,7 +281,13 @@ void Device::track(detail::Tracked* object) {
   tracked_ = object;
 }
 
+// An object whose links point to itself is a cached buffer, tracked as its
+// block's owner in the allocator (see allocate) rather than in tracked_.
 void Device::untrack(detail::Tracked* object) {
+  if (object->next_ == object) {
+    object->prev_ = object->next_ = nullptr;
+    return;
+  }
   std::lock_guard<std::mutex> lock(mutex_);
   if (object->prev_ != nullptr)
     object->prev_->next_ = object->next_;
@@ -289,6 +298,16 @@ void Device::untrack(detail::Tracked* object) {
 }
 
 void Device::retrack(detail::Tracked* object, detail::Tracked* previous) {
+  if (previous->next_ == previous) {
+    object->released_by_runtime_ = false;
+    object->prev_ = object->next_ = object;
+    previous->prev_ = previous->next_ = nullptr;
+    if (detail::DeviceMemory* memory = this->memory()) {
+      memory->allocator.set_owner(static_cast<alloc::Block*>(static_cast<Buffer*>(object)->block_),
+                                  object);
+    }
+    return;
+  }
   std::lock_guard<std::mutex> lock(mutex_);
   object->released_by_runtime_ = false;
   object->prev_ = previous->prev_;
@@ -324,7 +343,31 @@ void Device::close() noexcept {
     }
     return text;
   };
+  auto release_one = [&](detail::Tracked* victim) {
+    if (victim != default_stream_.load(std::memory_order_relaxed)) {
+      std::string message = std::string("releasing a ") + victim->what() +
+                            " the program did not destroy before shutdown";
+      if (plugin_->validating()) {
+        // A leak of the framework's: named, and kept for validation_reports().
+        message = "validation: shutdown of " + name_ + ": leaked " + victim->what() + " " +
+                  leaked_name(victim) + ", released by the runtime";
+        detail::validate::add_report(message);
+      }
+      detail::log_line(plugin_->validating() ? OAR_LOG_LEVEL_WARNING : OAR_LOG_LEVEL_INFO, name_,
+                       message);
+    }
+    victim->released_by_runtime_ = true;
+    victim->release();
+  };
   auto release_all = [&](bool buffers) {
+    if (buffers) {
+      // Cached buffers first: their blocks' owners in the allocator.
+      if (detail::DeviceMemory* memory = this->memory()) {
+        for (void* owner : memory->allocator.owners()) {
+          release_one(static_cast<detail::Tracked*>(owner));
+        }
+      }
+    }
     for (;;) {
       detail::Tracked* victim = nullptr;
       {
@@ -338,20 +381,7 @@ void Device::close() noexcept {
         }
       }
       if (victim == nullptr) return;
-      if (victim != default_stream_.load(std::memory_order_relaxed)) {
-        std::string message = std::string("releasing a ") + victim->what() +
-                              " the program did not destroy before shutdown";
-        if (plugin_->validating()) {
-          // A leak of the framework's: named, and kept for validation_reports().
-          message = "validation: shutdown of " + name_ + ": leaked " + victim->what() + " " +
-                    leaked_name(victim) + ", released by the runtime";
-          detail::validate::add_report(message);
-        }
-        detail::log_line(plugin_->validating() ? OAR_LOG_LEVEL_WARNING : OAR_LOG_LEVEL_INFO, name_,
-                         message);
-      }
-      victim->released_by_runtime_ = true;
-      victim->release();
+      release_one(victim);
     }
   };
   {
