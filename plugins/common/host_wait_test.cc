@@ -12,6 +12,9 @@ using std::chrono::microseconds;
 using std::chrono::milliseconds;
 using std::chrono::nanoseconds;
 
+bool kIdleHost() { return false; }
+bool kBusyHost() { return true; }
+
 TEST(SdkSpinBudgetTest, UnsetOrEmptyIsTheDefault) {
   std::string problem;
   EXPECT_EQ(parse_spin_budget(nullptr, &problem), microseconds(100));
@@ -66,7 +69,7 @@ TEST(SdkSpinUntilTest, AZeroBudgetNeverPolls) {
 }
 
 TEST(SdkHostWaitTest, PollsUntilAWaitOutlastsTheBudgetThenBlocksUntilOneIsShort) {
-  HostWait waits(microseconds(100));
+  HostWait waits(microseconds(100), kIdleHost);
   EXPECT_TRUE(waits.should_poll());  // no wait yet
   auto now = std::chrono::steady_clock::now();
   waits.finished(now - microseconds(40));  // short: polling would have ended it
@@ -78,7 +81,7 @@ TEST(SdkHostWaitTest, PollsUntilAWaitOutlastsTheBudgetThenBlocksUntilOneIsShort)
 }
 
 TEST(SdkHostWaitTest, AZeroBudgetNeverPolls) {
-  HostWait waits(nanoseconds(0));
+  HostWait waits(nanoseconds(0), kIdleHost);
   EXPECT_FALSE(waits.should_poll());
   int calls = 0;
   EXPECT_FALSE(waits.poll([&] {
@@ -89,11 +92,30 @@ TEST(SdkHostWaitTest, AZeroBudgetNeverPolls) {
 }
 
 TEST(SdkHostWaitTest, PollUsesItsBudget) {
-  HostWait waits(microseconds(200));
+  HostWait waits(microseconds(200), kIdleHost);
   auto start = std::chrono::steady_clock::now();
   EXPECT_FALSE(waits.poll([] { return false; }));
   EXPECT_GE(std::chrono::steady_clock::now() - start, microseconds(200));
   EXPECT_TRUE(waits.poll([] { return true; }));
+}
+
+TEST(SdkHostWaitTest, ABusyHostBlocksAtOnce) {
+  HostWait waits(microseconds(100), kBusyHost);
+  EXPECT_FALSE(waits.should_poll());
+}
+
+TEST(SdkHostOversubscribedTest, RunnableThreadsAboveTheCpusMeanBusy) {
+  EXPECT_FALSE(loadavg_oversubscribed("0.52 0.58 0.59 2/412 12345\n", 2));
+  EXPECT_TRUE(loadavg_oversubscribed("3.90 3.58 2.59 3/412 12345\n", 2));
+  EXPECT_FALSE(loadavg_oversubscribed("3.90 3.58 2.59 3/412 12345\n", 4));
+  EXPECT_TRUE(loadavg_oversubscribed("9.00 9.00 9.00 17/900 1\n", 16));
+}
+
+TEST(SdkHostOversubscribedTest, UnreadableTextIsNotBusy) {
+  EXPECT_FALSE(loadavg_oversubscribed("", 2));
+  EXPECT_FALSE(loadavg_oversubscribed("0.1 0.2 0.3", 2));
+  EXPECT_FALSE(loadavg_oversubscribed("0.1 0.2 0.3 x/5 1", 2));
+  EXPECT_FALSE(loadavg_oversubscribed("0.1 0.2 0.3 9/5 1", 0));
 }
 
 }  // namespace

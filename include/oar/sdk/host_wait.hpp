@@ -12,6 +12,11 @@
 // at once and leaves the driver both cores; one short wait turns polling on
 // again.
 //
+// Polling only helps when a core is free for it: on an oversubscribed host
+// (more runnable threads than CPUs: other processes' load, or a CPU-backed
+// device such as PoCL or lavapipe whose worker threads need the cores the
+// poller would take) a HostWait blocks at once; see host_oversubscribed().
+//
 // Budget: OAR_SYNC_SPIN_US microseconds (default 100); 0 never polls. A value
 // that is not a number from 0 to 1000000 is reported once and the default used.
 //
@@ -32,6 +37,15 @@ std::chrono::nanoseconds parse_spin_budget(const char* text, std::string* proble
 // The polling budget the environment sets (read once per process; a bad value
 // is logged once).
 std::chrono::nanoseconds spin_budget();
+
+// Whether the runnable threads of the whole host (/proc/loadavg's running
+// count, the caller included) exceed its online CPUs, so that a thread
+// spinning now would take a core from one that has work. Sampled at most
+// every 2 ms (one read of /proc/loadavg); false where it cannot be read.
+bool host_oversubscribed();
+// The same decision on a /proc/loadavg text and a CPU count; false when the
+// text does not parse.
+bool loadavg_oversubscribed(const char* loadavg, long cpus);
 
 // One pause of a polling loop (the CPU's spin-wait hint).
 inline void cpu_relax() {
@@ -65,12 +79,16 @@ bool spin_until(std::chrono::nanoseconds budget, Done&& done) {
 //   waits.finished(start);
 class HostWait {
  public:
-  explicit HostWait(std::chrono::nanoseconds budget = spin_budget()) : budget_(budget) {}
+  // |host_busy|: whether spinning would take a core from other work now.
+  explicit HostWait(std::chrono::nanoseconds budget = spin_budget(),
+                    bool (*host_busy)() = host_oversubscribed)
+      : budget_(budget), host_busy_(host_busy) {}
 
-  // True when polling is on and the previous wait (if any) ended within the
-  // budget.
+  // True when polling is on, the previous wait (if any) ended within the
+  // budget and the host has a core to spare.
   bool should_poll() const {
-    return budget_.count() > 0 && last_wait_ns_.load(std::memory_order_relaxed) <= budget_.count();
+    return budget_.count() > 0 &&
+           last_wait_ns_.load(std::memory_order_relaxed) <= budget_.count() && !host_busy_();
   }
   // Polls |done| for up to the budget; true when it returned true.
   template <typename Done>
@@ -85,6 +103,7 @@ class HostWait {
 
  private:
   std::chrono::nanoseconds budget_;
+  bool (*host_busy_)();
   std::atomic<int64_t> last_wait_ns_{0};
 };
 
