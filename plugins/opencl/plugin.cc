@@ -77,9 +77,12 @@ void describe(PhysicalDevice& d) {
   std::string extensions = device_text(d.device, CL_DEVICE_EXTENSIONS);
   d.fp16 = has_extension(extensions, "cl_khr_fp16");
   d.fp64 = has_extension(extensions, "cl_khr_fp64");
-  // bf16 is computed through f32 and needs nothing of the device.
-  p.dtypes = OAR_DTYPE_SUPPORT_BF16;
-  if (d.fp16) p.dtypes |= OAR_DTYPE_SUPPORT_F16;
+  // A claim says every operator has a kernel of that dtype that meets the
+  // suite (docs/abi.md, "Dtype claims"), not that the hardware computes in it.
+  // bf16 and f16 are stored as 16 bits and computed in f32: bf16 by shifting,
+  // f16 through vload_half/vstore_half_rte, which are core OpenCL and need no
+  // cl_khr_fp16. So both are claimed on every device; f64 needs cl_khr_fp64.
+  p.dtypes = OAR_DTYPE_SUPPORT_BF16 | OAR_DTYPE_SUPPORT_F16;
   if (d.fp64) p.dtypes |= OAR_DTYPE_SUPPORT_F64;
   auto queue_properties =
       device_value<cl_command_queue_properties>(d.device, CL_DEVICE_QUEUE_PROPERTIES);
