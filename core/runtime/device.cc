@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <typeinfo>
 
 #include "core/alloc/caching_allocator.h"
 #include "core/loader/environment.h"
@@ -189,7 +190,6 @@ Buffer Device::allocate(uint64_t size, Stream* stream) {
   buffer.kind_ = OAR_MEMORY_KIND_DEVICE;
   buffer.owner_ = Buffer::Owner::kCached;
   buffer.block_ = block.value();
-  tracked.prev_ = tracked.next_ = &tracked;  // "tracked by the allocator"
   return buffer;
 }
 
@@ -281,13 +281,16 @@ void Device::track(detail::Tracked* object) {
   tracked_ = object;
 }
 
-// An object whose links point to itself is a cached buffer, tracked as its
-// block's owner in the allocator (see allocate) rather than in tracked_.
+// A cached buffer is tracked as its block's owner in the allocator (see
+// allocate), not in tracked_. Decided from the object's type and its own
+// owner_, which only its owner writes (the list links are written by other
+// threads under mutex_). (A lambda: it has Device's access to Buffer.)
 void Device::untrack(detail::Tracked* object) {
-  if (object->next_ == object) {
-    object->prev_ = object->next_ = nullptr;
-    return;
-  }
+  auto cached_buffer = [](detail::Tracked* t) {
+    return typeid(*t) == typeid(Buffer) &&
+           static_cast<Buffer*>(t)->owner_ == Buffer::Owner::kCached;
+  };
+  if (cached_buffer(object)) return;
   std::lock_guard<std::mutex> lock(mutex_);
   if (object->prev_ != nullptr)
     object->prev_->next_ = object->next_;
@@ -298,10 +301,12 @@ void Device::untrack(detail::Tracked* object) {
 }
 
 void Device::retrack(detail::Tracked* object, detail::Tracked* previous) {
-  if (previous->next_ == previous) {
+  auto cached_buffer = [](detail::Tracked* t) {  // as in untrack
+    return typeid(*t) == typeid(Buffer) &&
+           static_cast<Buffer*>(t)->owner_ == Buffer::Owner::kCached;
+  };
+  if (cached_buffer(object)) {  // |object| has |previous|'s fields already
     object->released_by_runtime_ = false;
-    object->prev_ = object->next_ = object;
-    previous->prev_ = previous->next_ = nullptr;
     if (detail::DeviceMemory* memory = this->memory()) {
       memory->allocator.set_owner(static_cast<alloc::Block*>(static_cast<Buffer*>(object)->block_),
                                   object);
