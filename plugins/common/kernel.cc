@@ -1,5 +1,7 @@
 #include "oar/sdk/kernel.hpp"
 
+#include <cmath>
+#include <cstring>
 #include <string>
 
 #include "oar/error.hpp"
@@ -297,6 +299,33 @@ int normalize_axis(int64_t axis, int rank, const char* what) {
                                                  std::to_string(rank));
   }
   return int(axis < 0 ? axis + rank : axis);
+}
+
+uint64_t scalar_bits(double value, DLDataType t) {
+  const uint32_t bit = ops::dtype_bit(t);
+  if (bit == ops::kF64) {
+    uint64_t bits;
+    std::memcpy(&bits, &value, 8);
+    return bits;
+  }
+  if (bit == ops::kF32 || bit == ops::kF16 || bit == ops::kBF16) {
+    float f = float(value);
+    uint32_t word;
+    if (bit != ops::kF32 && !std::isnan(value) && double(f) != value) {
+      if (std::fabs(double(f)) > std::fabs(value)) f = std::nextafter(f, 0.0f);
+      std::memcpy(&word, &f, 4);
+      word |= 1u;
+      std::memcpy(&f, &word, 4);
+    }
+    std::memcpy(&word, &f, 4);
+    if (bit == ops::kF16) return float_to_half(f);
+    if (bit == ops::kBF16) return float_to_bf16(f);
+    return word;
+  }
+  if (bit == ops::kBool) return value != 0 || std::isnan(value) ? 1 : 0;
+  const bool fits = std::isfinite(value) && std::fabs(value) < 0x1p63;
+  const uint64_t v = fits ? uint64_t(int64_t(value)) : 0;
+  return bit == ops::kI32 ? v & 0xffffffffu : v;
 }
 
 }  // namespace oar::sdk

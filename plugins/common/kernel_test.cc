@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -299,6 +300,28 @@ TEST(SdkKernelTest, BroadcastLoopsVisitEveryOutputElementOnceInRanges) {
   c.shape[0] = 2;
   const TensorView bad[2] = {y, c};
   EXPECT_EQ(status_of([&] { make_loop(bad); }), OAR_STATUS_INVALID_ARGUMENT);
+}
+
+// The bits a fill by pattern writes: one rounding to the dtype, integers
+// truncated and wrapped, bool from != 0.
+TEST(SdkKernelTest, ScalarBitsRoundOnceTruncateAndWrap) {
+  EXPECT_EQ(scalar_bits(1.0, dtype::f32), 0x3f800000u);
+  EXPECT_EQ(scalar_bits(1.0, dtype::f16), 0x3c00u);
+  EXPECT_EQ(scalar_bits(-2.0, dtype::bf16), 0xc000u);
+  // 1 + 2^-11 + 2^-30 is just above the half-way point between two f16
+  // values: rounding to f32 first (to the tie) and then to f16 (to even)
+  // would give 1.0; one rounding gives the next f16 up.
+  EXPECT_EQ(scalar_bits(1.0 + std::ldexp(1.0, -11) + std::ldexp(1.0, -30), dtype::f16), 0x3c01u);
+  double half = 0.5;
+  uint64_t half_bits;
+  std::memcpy(&half_bits, &half, 8);
+  EXPECT_EQ(scalar_bits(0.5, dtype::f64), half_bits);
+  EXPECT_EQ(scalar_bits(-1.9, dtype::i32), 0xffffffffu);  // truncated to -1, 32 bits
+  EXPECT_EQ(scalar_bits(-1.9, dtype::i64), ~uint64_t(0));
+  EXPECT_EQ(scalar_bits(300.0, dtype::i32) & 0xff, 44u);  // an i8 fill writes the low byte
+  EXPECT_EQ(scalar_bits(std::nan(""), dtype::i64), 0u);
+  EXPECT_EQ(scalar_bits(std::nan(""), dtype::boolean), 1u);
+  EXPECT_EQ(scalar_bits(0.0, dtype::boolean), 0u);
 }
 
 }  // namespace

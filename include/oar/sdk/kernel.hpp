@@ -131,6 +131,12 @@ struct bfloat16 {
 
 float half_to_float(uint16_t bits);
 uint16_t float_to_half(float value);  // round to nearest even; NaN stays NaN
+// |value| stored as dtype |t|, as fill converts a value (docs/ops.md): the
+// element's bits in the low bytes of the result. Floats round once to
+// nearest even (f16/bf16 through a round-to-odd f32, so the double is not
+// rounded twice); integers truncate (0 when out of range or NaN), then wrap
+// to their width; bool is value != 0 (NaN: true). For fills by pattern.
+uint64_t scalar_bits(double value, DLDataType t);
 inline float bf16_to_float(uint16_t bits) {
   uint32_t word = uint32_t(bits) << 16;
   float value;

@@ -55,37 +55,6 @@ void triangle_body(KernelContext& context) {
                  {x.memory, xo, y.memory, yo, n, cols, rows, diagonal, lower});
 }
 
-// pad's value stored as |t| (its bits, in the low bytes), converted as fill
-// converts it: floats rounded once to nearest even (f16/bf16 from a
-// round-to-odd f32, so that the double is not rounded twice), integers
-// truncated (0 when out of range or NaN), bool value != 0.
-uint64_t pad_value_bits(double value, DLDataType t) {
-  const uint32_t bit = ops::dtype_bit(t);
-  if (bit == ops::kF64) {
-    uint64_t bits;
-    std::memcpy(&bits, &value, 8);
-    return bits;
-  }
-  if (bit == ops::kF32 || bit == ops::kF16 || bit == ops::kBF16) {
-    float f = float(value);
-    uint32_t word;
-    if (bit != ops::kF32 && !std::isnan(value) && double(f) != value) {
-      if (std::fabs(double(f)) > std::fabs(value)) f = std::nextafter(f, 0.0f);
-      std::memcpy(&word, &f, 4);
-      word |= 1u;
-      std::memcpy(&f, &word, 4);
-    }
-    std::memcpy(&word, &f, 4);
-    if (bit == ops::kF16) return oar::sdk::float_to_half(f);
-    if (bit == ops::kBF16) return oar::sdk::float_to_bf16(f);
-    return word;
-  }
-  if (bit == ops::kBool) return value != 0 || std::isnan(value) ? 1 : 0;
-  const bool fits = std::isfinite(value) && std::fabs(value) < 0x1p63;
-  const uint64_t v = fits ? uint64_t(int64_t(value)) : 0;
-  return bit == ops::kI32 ? v & 0xffffffffu : v;
-}
-
 // pad as copies: the value everywhere (constant), x into the interior, then
 // for reflect and replicate each dimension's two border slabs copied from y
 // itself (a reversed view for reflect, a zero stride for replicate). Slabs
@@ -101,7 +70,7 @@ void pad_body(KernelContext& context) {
   const int rank = y.ndim;
   const uint64_t size = y.element_size();
   if (mode == "constant" && x.numel() != n) {
-    const uint64_t bits = pad_value_bits(context.attrs.get_float("value"), y.dtype);
+    const uint64_t bits = oar::sdk::scalar_bits(context.attrs.get_float("value"), y.dtype);
     check(cl().clEnqueueFillBuffer(context.call->stream->queue, y.memory, &bits, size, y.offset,
                                    uint64_t(n) * size, 0, nullptr, nullptr),
           "pad: clEnqueueFillBuffer");
