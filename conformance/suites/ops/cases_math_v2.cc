@@ -9,32 +9,9 @@
 namespace oar::conformance::cases {
 namespace {
 
-struct Shapes {
-  const char* name;
-  Shape a;
-  bool a_transposed;
-  Shape b;
-  bool b_transposed;
-};
-// The v1 binary shape cases: scalars, empty, odd and prime sizes, broadcasting
-// either way, non-contiguous operands, a large case (large_case() says for
-// which dtypes: the kernels are one loop for every dtype, and 1M-element
-// cases of every dtype would cost CI a minute on the four plugins).
-const Shapes kShapes[] = {
-    {"scalar", {}, false, {}, false},
-    {"scalar_with_tensor", {}, false, {13, 31}, false},
-    {"empty", {0, 5}, false, {0, 5}, false},
-    {"empty_broadcast", {0, 5}, false, {5}, false},
-    {"odd_7", {7}, false, {7}, false},
-    {"prime_13x31", {13, 31}, false, {13, 31}, false},
-    {"broadcast_row", {13, 31}, false, {31}, false},
-    {"broadcast_column", {13, 1}, false, {13, 31}, false},
-    {"broadcast_both_7x1x5_1x13x5", {7, 1, 5}, false, {1, 13, 5}, false},
-    {"noncontiguous_a", {13, 31}, true, {13, 31}, false},
-    {"noncontiguous_both_broadcast", {13, 31}, true, {1, 31}, true},
-    {"large_1M", kLarge1d, false, kLarge1d, false},
-};
-
+// The binary operators take the v1 binary shape cases (binary_shapes()), the
+// large one only for some dtypes: the kernels are one loop for every dtype,
+// and 1M-element cases of every dtype would cost CI a minute on four plugins.
 bool large_case(const char* name, DLDataType dt) {
   return std::string(name) != "large_1M" || dt == dtype::f32 || dt == dtype::i32 ||
          dt == dtype::boolean;
@@ -88,7 +65,7 @@ std::vector<OpCase> binary_cases(const std::string& op, DLDataType dt) {
     da = fl ? uniform(-8, 8) : integers(-1000, 1000);
     db = fl ? away_from_zero(0.5, 4) : integers(-20, 20);
   }
-  for (const Shapes& s : kShapes) {
+  for (const BinaryShape& s : binary_shapes()) {
     if (!large_case(s.name, dt) || (dt == dtype::boolean && op.rfind("bitwise", 0) == 0 &&
                                     std::string(s.name) == "large_1M")) {
       continue;

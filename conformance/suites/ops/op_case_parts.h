@@ -30,6 +30,16 @@ InputSpec explicit_values(Shape shape, DLDataType dtype, std::vector<double> val
 InputSpec bit_values(DLDataType dtype, std::vector<uint64_t> bits);
 OpCase make_case(std::string name, std::vector<InputSpec> inputs,
                  std::vector<AttrValue> attrs = {});
+// The v1 binary and compare shape cases: scalars, empty, odd and prime
+// sizes, broadcasting either way, non-contiguous operands, one large case.
+struct BinaryShape {
+  const char* name;
+  Shape a;
+  bool a_transposed;
+  Shape b;
+  bool b_transposed;
+};
+const std::vector<BinaryShape>& binary_shapes();
 // The safe input domain of a v1 operator's data inputs.
 Domain domain_for(const std::string& op, DLDataType dtype);
 

@@ -180,27 +180,23 @@ std::vector<OpCase> unary_cases(const std::string& op, DLDataType dt) {
   return cases;
 }
 
-struct BinaryShape {
-  const char* name;
-  Shape a;
-  bool a_transposed;
-  Shape b;
-  bool b_transposed;
-};
-const BinaryShape kBinaryShapes[] = {
-    {"scalar", {}, false, {}, false},
-    {"scalar_with_tensor", {}, false, {13, 31}, false},
-    {"empty", {0, 5}, false, {0, 5}, false},
-    {"empty_broadcast", {0, 5}, false, {5}, false},
-    {"odd_7", {7}, false, {7}, false},
-    {"prime_13x31", {13, 31}, false, {13, 31}, false},
-    {"broadcast_row", {13, 31}, false, {31}, false},
-    {"broadcast_column", {13, 1}, false, {13, 31}, false},
-    {"broadcast_both_7x1x5_1x13x5", {7, 1, 5}, false, {1, 13, 5}, false},
-    {"noncontiguous_a", {13, 31}, true, {13, 31}, false},
-    {"noncontiguous_both_broadcast", {13, 31}, true, {1, 31}, true},
-    {"large_1M", kLarge1d, false, kLarge1d, false},
-};
+const std::vector<BinaryShape>& binary_shapes() {
+  static const std::vector<BinaryShape> shapes = {
+      {"scalar", {}, false, {}, false},
+      {"scalar_with_tensor", {}, false, {13, 31}, false},
+      {"empty", {0, 5}, false, {0, 5}, false},
+      {"empty_broadcast", {0, 5}, false, {5}, false},
+      {"odd_7", {7}, false, {7}, false},
+      {"prime_13x31", {13, 31}, false, {13, 31}, false},
+      {"broadcast_row", {13, 31}, false, {31}, false},
+      {"broadcast_column", {13, 1}, false, {13, 31}, false},
+      {"broadcast_both_7x1x5_1x13x5", {7, 1, 5}, false, {1, 13, 5}, false},
+      {"noncontiguous_a", {13, 31}, true, {13, 31}, false},
+      {"noncontiguous_both_broadcast", {13, 31}, true, {1, 31}, true},
+      {"large_1M", kLarge1d, false, kLarge1d, false},
+  };
+  return shapes;
+}
 
 // Domains of (a, b) for a binary or compare operator.
 std::pair<Domain, Domain> binary_domains(const std::string& op, DLDataType dt,
@@ -216,7 +212,7 @@ std::vector<OpCase> binary_cases(const std::string& op, DLDataType dt,
                                  const std::string& category) {
   std::vector<OpCase> cases;
   auto [da, db] = binary_domains(op, dt, category);
-  for (const BinaryShape& s : kBinaryShapes) {
+  for (const BinaryShape& s : binary_shapes()) {
     cases.push_back(
         make_case(s.name, {spec(s.a, dt, da, s.a_transposed), spec(s.b, dt, db, s.b_transposed)}));
   }
