@@ -82,9 +82,10 @@ void rotary_grad_body(KernelContext& context) {
   cl_int interleaved = context.attrs.get_bool("interleaved");
   const auto& in = context.inputs;
   cl_ulong dyo = dy.offset, co = in[1].offset, so = in[2].offset, dxo = dx.offset;
-  context.launch(Source::kGrad, dx.dtype, "rotary_grad", n,
+  // The forward kernel (nn.cl) rotating by -angle: the transposed rotation.
+  context.launch(Source::kNn, dx.dtype, "rotary", n,
                  {dy.memory, dyo, in[1].memory, co, in[2].memory, so, dx.memory, dxo, n, seq, dim,
-                  interleaved});
+                  interleaved, cl_int(1)});
 }
 
 }  // namespace

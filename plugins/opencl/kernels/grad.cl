@@ -118,34 +118,4 @@ EMBEDDING_GRAD(i64)
 CROSS_ENTROPY_GRAD(i32)
 CROSS_ENTROPY_GRAD(i64)
 
-// ---- rotary_embedding_grad: dy is [rows, S, D]; cos/sin are [S, D/2] --------
-// The transposed rotation: dx1 = dy1 c + dy2 s, dx2 = dy2 c - dy1 s.
-__kernel void rotary_grad(gcptr dy, ulong dyo, gcptr cs, ulong co, gcptr sn, ulong so, gptr dx,
-                          ulong dxo, long n, long seq, long dim, int interleaved) {
-  long i = get_global_id(0);
-  if (i >= n) return;
-  long e = i % dim;
-  long s = (i / dim) % seq;
-  long base = i - e;
-  long half_dim = dim / 2;
-  long pair, first, second;
-  bool is_first;
-  if (interleaved) {
-    pair = e / 2;
-    first = base + 2 * pair;
-    second = first + 1;
-    is_first = (e % 2) == 0;
-  } else {
-    pair = e < half_dim ? e : e - half_dim;
-    first = base + pair;
-    second = first + half_dim;
-    is_first = e < half_dim;
-  }
-  WIDE g1 = (WIDE)LD(dy + dyo, first);
-  WIDE g2 = (WIDE)LD(dy + dyo, second);
-  WIDE c = (WIDE)LD(cs + co, s * half_dim + pair);
-  WIDE sv = (WIDE)LD(sn + so, s * half_dim + pair);
-  ST(dx + dxo, i, (CX)(is_first ? g1 * c + g2 * sv : g2 * c - g1 * sv));
-}
-
 #endif

@@ -264,9 +264,9 @@ void rotary_body(KernelContext& context) {
   cl_int interleaved = context.attrs.get_bool("interleaved");
   const auto& in = context.inputs;
   cl_ulong xo = x.offset, co = in[1].offset, so = in[2].offset, yo = y.offset;
-  context.launch(
-      Source::kNn, x.dtype, "rotary", n,
-      {x.memory, xo, in[1].memory, co, in[2].memory, so, y.memory, yo, n, seq, dim, interleaved});
+  context.launch(Source::kNn, x.dtype, "rotary", n,
+                 {x.memory, xo, in[1].memory, co, in[2].memory, so, y.memory, yo, n, seq, dim,
+                  interleaved, cl_int(0)});
 }
 
 void cross_entropy_body(KernelContext& context) {

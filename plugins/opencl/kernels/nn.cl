@@ -296,8 +296,9 @@ __kernel void attention(gcptr q, ulong qo, gcptr k, ulong ko, gcptr v, ulong vo,
 }
 
 // ---- rotary_embedding: x is [rows, S, D]; cos/sin are [S, D/2] -------------
+// |inverse| rotates by -angle: rotary_embedding_grad (the transposed rotation).
 __kernel void rotary(gcptr x, ulong xo, gcptr cs, ulong co, gcptr sn, ulong so, gptr y, ulong yo,
-                     long n, long seq, long dim, int interleaved) {
+                     long n, long seq, long dim, int interleaved, int inverse) {
   long i = get_global_id(0);
   if (i >= n) return;
   long e = i % dim;
@@ -321,6 +322,7 @@ __kernel void rotary(gcptr x, ulong xo, gcptr cs, ulong co, gcptr sn, ulong so, 
   WIDE x2 = (WIDE)LD(x + xo, second);
   WIDE c = (WIDE)LD(cs + co, s * half_dim + pair);
   WIDE sv = (WIDE)LD(sn + so, s * half_dim + pair);
+  if (inverse) sv = -sv;
   ST(y + yo, i, (CX)(is_first ? x1 * c - x2 * sv : x2 * c + x1 * sv));
 }
 
