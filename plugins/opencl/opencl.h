@@ -46,10 +46,14 @@ struct PhysicalDevice {
 
 // The stream's failure state, shared with the records made on it so that an
 // event outlives its stream. Kernels that can fail asynchronously (an index
-// out of range) raise a flag in |flag|, a 4-byte buffer of the device.
+// out of range) fill |flag|, a record of 3 longs on the device: the failing
+// operator's code in the low int of [0] (0: none), the index and its bound
+// (common.cl, index_error). |message| names them once the stream has read it.
 struct StreamErrors {
   cl_mem flag = nullptr;                            // created by the first kernel that needs it
   std::atomic<oar_status_t> status{OAR_STATUS_OK};  // sticky once failed
+  std::mutex mutex;                                 // guards |message|
+  std::string message;
   ~StreamErrors();
 };
 

@@ -3,6 +3,7 @@
 // submission order; later work on the stream waits for each callback through
 // a user event, as work waits for any earlier command.
 #include <chrono>
+#include <cstring>
 #include <string>
 
 #include "opencl.h"
@@ -40,11 +41,11 @@ oar_status_t Record::status_after_completion() const {
 cl_mem error_flag(oar_stream_t stream) {
   StreamErrors& errors = *stream->errors;
   if (errors.flag != nullptr) return errors.flag;
-  cl_int zero = 0;
+  cl_long zero[3] = {0, 0, 0};
   cl_int code = CL_SUCCESS;
   cl_mem flag =
       cl().clCreateBuffer(stream->device->physical->context,
-                          CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof(zero), &zero, &code);
+                          CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof(zero), zero, &code);
   check(code, "clCreateBuffer(stream error flag)");
   errors.flag = flag;
   return flag;
@@ -69,22 +70,58 @@ std::shared_ptr<Record> enqueue_point(oar_stream_t stream) {
   return record;
 }
 
+namespace {
+
+// The operator codes the kernels write into the error record (common.cl).
+const char* index_error_operator(cl_int code) {
+  static const char* const kNames[] = {"index_select",  "gather",         "embedding",
+                                       "cross_entropy", "embedding_grad", "cross_entropy_grad",
+                                       "one_hot",       "scatter",        "scatter_add"};
+  return code >= 1 && code <= 9 ? kNames[code - 1] : "a kernel";
+}
+
+}  // namespace
+
 void throw_if_failed(oar_stream_t stream) {
   StreamErrors& errors = *stream->errors;
-  if (errors.status == OAR_STATUS_OK && errors.flag != nullptr) {
-    cl_int value = 0;
-    check(cl().clEnqueueReadBuffer(stream->queue, errors.flag, CL_TRUE, 0, sizeof(value), &value, 0,
-                                   nullptr, nullptr),
-          "clEnqueueReadBuffer(stream error flag)");
-    if (value != 0) errors.status = OAR_STATUS_OUT_OF_RANGE;
+  // The record is read while the stream has not failed otherwise, and once
+  // more for the message where a completed point already saw the flag.
+  bool unread = false;
+  if (errors.status == OAR_STATUS_OUT_OF_RANGE) {
+    std::lock_guard<std::mutex> lock(errors.mutex);
+    unread = errors.message.empty();
+  }
+  if ((errors.status == OAR_STATUS_OK || unread) && errors.flag != nullptr) {
+    // [0]: the operator's code in its low int, [1] the index, [2] the bound.
+    cl_long record[3] = {0, 0, 0};
+    check(cl().clEnqueueReadBuffer(stream->queue, errors.flag, CL_TRUE, 0, sizeof(record), record,
+                                   0, nullptr, nullptr),
+          "clEnqueueReadBuffer(stream error record)");
+    cl_int code = 0;
+    std::memcpy(&code, &record[0], sizeof(code));
+    if (code != 0) {
+      std::lock_guard<std::mutex> lock(errors.mutex);
+      if (errors.message.empty()) {
+        errors.message = std::string(index_error_operator(code)) + ": index " +
+                         std::to_string(record[1]) + " out of range [0, " +
+                         std::to_string(record[2]) + "); the stream has failed";
+      }
+      errors.status = OAR_STATUS_OUT_OF_RANGE;
+    }
   }
   oar_status_t status = errors.status;
   if (status == OAR_STATUS_OK) return;
-  throw oar::sdk::Error(status, status == OAR_STATUS_OUT_OF_RANGE
-                                    ? "a kernel on this stream read an index out of range "
-                                      "(index_select, gather, embedding or cross_entropy); the "
-                                      "stream has failed"
-                                    : "asynchronous work on this stream failed");
+  std::string message;
+  if (status == OAR_STATUS_OUT_OF_RANGE) {
+    std::lock_guard<std::mutex> lock(errors.mutex);
+    message = errors.message;
+  }
+  if (message.empty()) {
+    message = status == OAR_STATUS_OUT_OF_RANGE
+                  ? "a kernel on this stream read an index out of range; the stream has failed"
+                  : "asynchronous work on this stream failed";
+  }
+  throw oar::sdk::Error(status, message);
 }
 
 namespace {

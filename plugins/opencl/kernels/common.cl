@@ -20,6 +20,18 @@ typedef float acc_t;
 typedef __global uchar* gptr;
 typedef __global const uchar* gcptr;
 
+// The stream's index error record (a buffer of 3 longs): the low int of [0] is
+// the code of the operator that failed (0 none; the host names the codes in
+// stream.cc: 1 index_select, 2 gather, 3 embedding, 4 cross_entropy,
+// 5 embedding_grad, 6 cross_entropy_grad, 7 one_hot, 8 scatter, 9 scatter_add),
+// [1] the index, [2] its bound. The first work item to fail fills it.
+inline void index_error(__global long* error, int op, long index, long bound) {
+  if (atomic_cmpxchg((volatile __global int*)error, 0, op) == 0) {
+    error[1] = index;
+    error[2] = bound;
+  }
+}
+
 typedef ushort S_f16;
 typedef float C_f16;
 typedef float U_f16;

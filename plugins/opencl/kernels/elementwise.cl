@@ -171,7 +171,7 @@ __kernel void matmul_w8(gcptr x, ulong xo, gcptr w, ulong wo, gcptr s, ulong so,
   /* y[o, j, k] = x[o, index[j], k] */                                                        \
   __kernel void index_select_##I(gcptr x, ulong xo, gcptr index, ulong io, gptr y, ulong yo,  \
                                  long outer, long m, long inner, long extent,                 \
-                                 __global int* error) {                                       \
+                                 __global long* error) {                                       \
     long i = get_global_id(0);                                                                \
     if (i >= outer * m * inner) return;                                                       \
     long k = i % inner;                                                                       \
@@ -180,7 +180,7 @@ __kernel void matmul_w8(gcptr x, ulong xo, gcptr w, ulong wo, gcptr s, ulong so,
     long at = (long)ld_##I(index + io, j);                                                    \
     __global SX* out = (__global SX*)(y + yo);                                                \
     if (at < 0 || at >= extent) {                                                             \
-      *error = 1;                                                                             \
+      index_error(error, 1, at, extent);                                                      \
       out[i] = 0;                                                                             \
       return;                                                                                 \
     }                                                                                         \
@@ -189,7 +189,7 @@ __kernel void matmul_w8(gcptr x, ulong xo, gcptr w, ulong wo, gcptr s, ulong so,
   /* y[p] = x[p with p[axis] = index[p]]; g: shape of index, strides[1] of x with */          \
   /* the axis stride 0, |axis_stride| the x stride along axis */                              \
   __kernel void gather_##I(gcptr x, gcptr index, ulong io, gptr y, geo_t g, long axis_stride, \
-                           long extent, __global int* error) {                                \
+                           long extent, __global long* error) {                                \
     long i = get_global_id(0);                                                                \
     if (i >= g.numel) return;                                                                 \
     long o[2];                                                                                \
@@ -197,7 +197,7 @@ __kernel void matmul_w8(gcptr x, ulong xo, gcptr w, ulong wo, gcptr s, ulong so,
     long at = (long)ld_##I(index + io, i);                                                    \
     __global SX* out = (__global SX*)(y + g.offsets[0]);                                      \
     if (at < 0 || at >= extent) {                                                             \
-      *error = 1;                                                                             \
+      index_error(error, 2, at, extent);                                                      \
       out[o[0]] = 0;                                                                          \
       return;                                                                                 \
     }                                                                                         \
@@ -205,14 +205,14 @@ __kernel void matmul_w8(gcptr x, ulong xo, gcptr w, ulong wo, gcptr s, ulong so,
   }                                                                                           \
   /* y[p, d] = weight[index[p], d] */                                                         \
   __kernel void embedding_##I(gcptr w, ulong wo, gcptr index, ulong io, gptr y, ulong yo,     \
-                              long count, long dim, long rows, __global int* error) {         \
+                              long count, long dim, long rows, __global long* error) {         \
     long i = get_global_id(0);                                                                \
     if (i >= count * dim) return;                                                             \
     long d = i % dim;                                                                         \
     long at = (long)ld_##I(index + io, i / dim);                                              \
     __global SX* out = (__global SX*)(y + yo);                                                \
     if (at < 0 || at >= rows) {                                                               \
-      *error = 1;                                                                             \
+      index_error(error, 3, at, rows);                                                        \
       out[i] = 0;                                                                             \
       return;                                                                                 \
     }                                                                                         \

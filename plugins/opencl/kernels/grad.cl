@@ -72,14 +72,14 @@ __kernel void softmax_grad(gcptr dy, ulong dyo, gcptr y, ulong yo, gptr dx, ulon
 // index outside [0, V) raises the stream's error flag.
 #define EMBEDDING_GRAD(I)                                                                         \
   __kernel void embedding_grad_##I(gcptr dy, ulong dyo, gcptr index, ulong io, gptr dw, ulong dwo, \
-                                   long rows, long width, long count, __global int* error) {       \
+                                   long rows, long width, long count, __global long* error) {       \
     long i = get_global_id(0);                                                                    \
     if (i >= rows * width) return;                                                                \
     long v = i / width, d = i % width;                                                            \
     WIDE s = 0;                                                                                   \
     for (long p = 0; p < count; ++p) {                                                            \
       long t = (long)ld_##I(index + io, p);                                                       \
-      if (t < 0 || t >= rows) *error = 1;                                                         \
+      if (t < 0 || t >= rows) index_error(error, 5, t, rows);                                     \
       if (t == v) s += (WIDE)LD(dy + dyo, p * width + d);                                         \
     }                                                                                             \
     ST(dw + dwo, i, (CX)s);                                                                       \
@@ -91,12 +91,12 @@ EMBEDDING_GRAD(i64)
 #define CROSS_ENTROPY_GRAD(I)                                                                  \
   __kernel void cross_entropy_grad_##I(gcptr dloss, ulong dlo, gcptr logits, ulong lo,         \
                                        gcptr target, ulong to, gptr dx, ulong dxo, long rows,  \
-                                       long classes, int mode, __global int* error) {          \
+                                       long classes, int mode, __global long* error) {          \
     long r = get_global_id(0);                                                                 \
     if (r >= rows) return;                                                                     \
     long t = (long)ld_##I(target + to, r);                                                     \
     if (t < 0 || t >= classes) {                                                               \
-      *error = 1;                                                                              \
+      index_error(error, 6, t, classes);                                                       \
       return;                                                                                  \
     }                                                                                          \
     WIDE g = mode == 0 ? (WIDE)LD(dloss + dlo, r) : (WIDE)LD(dloss + dlo, 0);                  \

@@ -19,12 +19,12 @@ __kernel void triangle(gcptr x, ulong xo, gptr y, ulong yo, long n, long cols, l
 // the stream's flag -----------------------------------------------------------
 #define ONE_HOT(I)                                                                             \
   __kernel void one_hot_##I(gcptr index, ulong io, gptr y, ulong yo, long n, long classes,     \
-                            __global int* error) {                                             \
+                            __global long* error) {                                             \
     long i = get_global_id(0);                                                                 \
     if (i >= n) return;                                                                        \
     long k = (long)ld_##I(index + io, i / classes);                                            \
     if (k < 0 || k >= classes) {                                                               \
-      *error = 1;                                                                              \
+      index_error(error, 7, k, classes);                                                       \
       ST(y + yo, i, (CX)0);                                                                    \
       return;                                                                                  \
     }                                                                                          \
@@ -40,7 +40,7 @@ ONE_HOT(i64)
 #define SCATTER(I)                                                                             \
   __kernel void scatter_##I(gcptr index, gcptr src, gptr y, geo_t g, long along,              \
                             long index_step, long y_step, long bound, int add,                 \
-                            __global int* error) {                                             \
+                            __global long* error) {                                             \
     long l = get_global_id(0);                                                                 \
     if (l >= g.numel) return;                                                                  \
     long o[2];                                                                                 \
@@ -51,7 +51,7 @@ ONE_HOT(i64)
       long ii = o[1] + j * index_step;                                                         \
       long k = (long)ld_##I(index + g.offsets[1], ii);                                         \
       if (k < 0 || k >= bound) {                                                               \
-        *error = 1;                                                                            \
+        index_error(error, add ? 9 : 8, k, bound);                                             \
         continue;                                                                              \
       }                                                                                        \
       long q = o[0] + k * y_step;                                                              \

@@ -330,7 +330,7 @@ __kernel void rotary(gcptr x, ulong xo, gcptr cs, ulong co, gcptr sn, ulong so, 
 #define CROSS_ENTROPY(I)                                                                     \
   __kernel void cross_entropy_##I(gcptr logits, ulong lo, gcptr target, ulong to, gptr loss, \
                                   ulong out_offset, long rows, long classes, int mode,       \
-                                  __global int* error) {                                     \
+                                  __global long* error) {                                     \
     long i = get_global_id(0);                                                               \
     long first = mode == 0 ? i : 0;                                                          \
     long last = mode == 0 ? i + 1 : rows;                                                    \
@@ -340,7 +340,7 @@ __kernel void rotary(gcptr x, ulong xo, gcptr cs, ulong co, gcptr sn, ulong so, 
     for (long r = first; r < last; ++r) {                                                    \
       long t = (long)ld_##I(target + to, r);                                                 \
       if (t < 0 || t >= classes) {                                                           \
-        *error = 1;                                                                          \
+        index_error(error, 4, t, classes);                                                   \
         total = NAN;                                                                         \
         continue;                                                                            \
       }                                                                                      \
