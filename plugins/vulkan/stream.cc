@@ -92,11 +92,20 @@ void Timeline::throw_if_failed(uint64_t value) {
     throw oar::sdk::Error(host_error, host_error_message);
   }
   // The values in the error word are truncated to 32 bits, like the push constant.
-  uint32_t failed = *static_cast<volatile uint32_t*>(error_word.mapped);
+  volatile ErrorWord* word = static_cast<volatile ErrorWord*>(error_word.mapped);
+  uint32_t failed = word->first_failed;
   if (failed != UINT32_MAX && failed <= uint32_t(value)) {
+    // The record is the first failing invocation's (the stream's work runs
+    // in order, so it is the work of the first failed batch).
+    static const char* const kNames[] = {"index_select",  "gather",         "embedding",
+                                         "cross_entropy", "embedding_grad", "cross_entropy_grad",
+                                         "one_hot",       "scatter",        "scatter_add"};
+    uint32_t op = word->op;
+    std::string name = op >= 1 && op <= 9 ? kNames[op - 1] : "a kernel";
     throw oar::sdk::Error(OAR_STATUS_OUT_OF_RANGE,
-                          "an index value was out of range (index_select, gather, embedding or "
-                          "cross_entropy target) in work of this stream; the stream has failed");
+                          name + ": index " + std::to_string(int64_t(word->index)) +
+                              " out of range [0, " + std::to_string(int64_t(word->bound)) +
+                              "); the stream has failed");
   }
 }
 
@@ -495,8 +504,8 @@ void VulkanPlugin::stream_create(oar_device_t device, const oar_stream_desc_t* d
   info.pNext = &type;
   check(vk.CreateSemaphore(device->device, &info, nullptr, &timeline->semaphore),
         "vkCreateSemaphore (timeline)");
-  timeline->error_word = device->create_buffer(sizeof(uint32_t), device->host_memory_type);
-  *static_cast<uint32_t*>(timeline->error_word.mapped) = UINT32_MAX;
+  timeline->error_word = device->create_buffer(sizeof(ErrorWord), device->host_memory_type);
+  *static_cast<ErrorWord*>(timeline->error_word.mapped) = ErrorWord{UINT32_MAX, 0, 0, 0};
   stream->timeline = std::move(timeline);
   VkCommandPoolCreateInfo pool{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   pool.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;

@@ -108,6 +108,14 @@ class Pipelines {
 // outlive the stream: a timeline semaphore whose value N means "the first N
 // items (command buffers or host steps) of the stream are done", and the
 // stream's error.
+// The layout of a timeline's error word (std430, common.glsl's ErrorWord).
+struct ErrorWord {
+  uint32_t first_failed;  // the lowest failed batch, UINT32_MAX: none
+  uint32_t op;            // the first failure's operator code (0: none)
+  int64_t index;
+  int64_t bound;
+};
+
 struct Timeline {
   oar_device_s* device = nullptr;
   VkSemaphore semaphore = VK_NULL_HANDLE;
@@ -118,7 +126,8 @@ struct Timeline {
   // completed()): waits and reclaims that it satisfies skip the driver call.
   std::atomic<uint64_t> known_done{0};
   // The GPU side of errors: kernels atomicMin the value of their command
-  // buffer here when an index is out of range.
+  // buffer into an ErrorWord here when an index is out of range, and the
+  // first of them records its operator, index and bound (common.glsl).
   Buffer error_word;
   std::mutex mutex;
   // First failed value on the host side; written under |mutex| after the

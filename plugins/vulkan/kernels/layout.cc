@@ -52,7 +52,7 @@ void concat_kernel(KernelContext& c) {
 // index.comp over y's positions: x offset + sum p_d * xs_d + index[...] * axis_stride.
 void lookup(KernelContext& c, const TensorRef& x, const TensorRef& index, const TensorRef& y,
             const std::vector<int64_t>& xs, const std::vector<int64_t>& is, int64_t axis_stride,
-            int64_t bound) {
+            int64_t bound, int op) {
   int64_t n = y.numel();
   if (n == 0) return;
   Params p;
@@ -66,6 +66,7 @@ void lookup(KernelContext& c, const TensorRef& x, const TensorRef& index, const 
   p.add(y.offset);
   p.add(axis_stride);
   p.add(bound);
+  p.add(op);  // the operator's code in the error word (common.glsl)
   dispatch(c.stream, module_name("index", {x.dtype, index.dtype}), 0,
            {{0, x.buffer()}, {1, index.buffer()}, {3, y.buffer()}}, p.data(), p.size(),
            uint64_t(n));
@@ -78,12 +79,12 @@ void index_select_kernel(KernelContext& c) {
   int axis = normalize_axis(c.attrs.get_int("axis"), x.ndim);
   std::vector<int64_t> xs(x.strides, x.strides + x.ndim), is(size_t(y.ndim), 0);
   if (x.ndim == 0) {
-    lookup(c, x, index, y, xs, is, 0, 1);
+    lookup(c, x, index, y, xs, is, 0, 1, 1);
     return;
   }
   xs[size_t(axis)] = 0;
   is[size_t(axis)] = index.ndim > 0 ? index.strides[0] : 0;
-  lookup(c, x, index, y, xs, is, x.strides[axis], x.shape[axis]);
+  lookup(c, x, index, y, xs, is, x.strides[axis], x.shape[axis], 1);
 }
 
 void gather_kernel(KernelContext& c) {
@@ -94,11 +95,11 @@ void gather_kernel(KernelContext& c) {
   std::vector<int64_t> xs(x.strides, x.strides + x.ndim);
   std::vector<int64_t> is(index.strides, index.strides + index.ndim);
   if (x.ndim == 0) {
-    lookup(c, x, index, y, xs, is, 0, 1);
+    lookup(c, x, index, y, xs, is, 0, 1, 2);
     return;
   }
   xs[size_t(axis)] = 0;
-  lookup(c, x, index, y, xs, is, x.strides[axis], x.shape[axis]);
+  lookup(c, x, index, y, xs, is, x.strides[axis], x.shape[axis], 2);
 }
 
 void embedding_kernel(KernelContext& c) {
@@ -108,7 +109,7 @@ void embedding_kernel(KernelContext& c) {
   std::vector<int64_t> xs(size_t(y.ndim), 0), is(size_t(y.ndim), 0);
   xs.back() = weight.strides[1];
   for (int d = 0; d < index.ndim; ++d) is[size_t(d)] = index.strides[d];
-  lookup(c, weight, index, y, xs, is, weight.strides[0], weight.shape[0]);
+  lookup(c, weight, index, y, xs, is, weight.strides[0], weight.shape[0], 3);
 }
 
 std::vector<std::vector<DLDataType>> indexed_signatures(uint32_t bits) {

@@ -24,14 +24,30 @@ pc;
 
 layout(std430, set = 0, binding = 8) readonly buffer ParamBlock { int p[]; }
 params;
-layout(std430, set = 0, binding = 9) buffer ErrorWord { uint first_failed; }
+// The error word: first_failed is the lowest failed batch; the first
+// invocation to fail also records its operator's code (the host names them in
+// stream.cc: 1 index_select, 2 gather, 3 embedding, 4 cross_entropy,
+// 5 embedding_grad, 6 cross_entropy_grad, 7 one_hot, 8 scatter, 9 scatter_add),
+// the index and its bound.
+layout(std430, set = 0, binding = 9) buffer ErrorWord {
+  uint first_failed;
+  uint op;
+  int64_t index;
+  int64_t bound;
+}
 error_word;
 
 int P(int i) { return params.p[pc.pbase + uint(i)]; }
 uint PU(int i) { return uint(params.p[pc.pbase + uint(i)]); }
 float PF(int i) { return intBitsToFloat(params.p[pc.pbase + uint(i)]); }
 
-void fail_index() { atomicMin(error_word.first_failed, pc.batch); }
+void fail_index(uint op, int64_t index, int64_t bound) {
+  atomicMin(error_word.first_failed, pc.batch);
+  if (atomicCompSwap(error_word.op, 0u, op) == 0u) {
+    error_word.index = index;
+    error_word.bound = bound;
+  }
+}
 
 uint thread_count() { return gl_NumWorkGroups.x * gl_WorkGroupSize.x; }
 

@@ -29,7 +29,7 @@ void embedding_grad(uint i) {
   precise float s = 0.0, compensation = 0.0;
   for (uint p = 0u; p < count; ++p) {
     CAT(COMPUTE_, DTI) t = load_index(PU(4) + p);
-    if (t < 0 || t >= V) fail_index();
+    if (t < 0 || t >= V) fail_index(5u, int64_t(t), int64_t(V));
     if (t == v) {
       precise float term = load_g(PU(3) + p * D + d) - compensation;
       precise float next = s + term;
@@ -45,7 +45,7 @@ void cross_entropy_grad(uint n) {
   int mode = P(2);
   CAT(COMPUTE_, DTI) t = load_index(PU(4) + n);
   if (t < 0 || t >= int(C)) {
-    fail_index();
+    fail_index(6u, int64_t(t), int64_t(C));
     return;
   }
   float g = load_g(PU(3) + (mode == 0 ? n : 0u));

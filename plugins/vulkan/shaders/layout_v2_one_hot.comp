@@ -15,7 +15,7 @@ void main() {
 #define TI CAT(COMPUTE_, DTI)
     TI k = load_index(PU(2) + i / classes);
     bool bad = k < TI(0) || k >= TI(classes);
-    if (bad) fail_index();
+    if (bad) fail_index(7u, int64_t(k), int64_t(classes));
     store_y(PU(3) + i, CAT(COMPUTE_, DT)(!bad && k == TI(i % classes) ? 1 : 0));
   }
 }

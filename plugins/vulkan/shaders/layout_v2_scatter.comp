@@ -25,7 +25,7 @@ void main() {
       int ii = io + j * P(27);
       TI k = load_index(uint(P(32) + ii));
       if (k < TI(0) || k >= TI(P(29))) {
-        fail_index();
+        fail_index(P(30) != 0 ? 9u : 8u, int64_t(k), int64_t(P(29)));
         continue;
       }
       uint q = uint(yo + int(k) * P(28));

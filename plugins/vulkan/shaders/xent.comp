@@ -18,7 +18,7 @@ float row_loss(uint n) {
   uint base = PU(2) + n * C;
   CAT(COMPUTE_, DTI) t = load_target(PU(3) + n);
   if (t < 0 || t >= int(C)) {
-    fail_index();
+    fail_index(4u, int64_t(t), int64_t(C));
     return 0.0;
   }
   float m = uintBitsToFloat(0xff800000u);
