@@ -10,7 +10,11 @@
 // it is still ordered after that work, and reports OK or the same error.
 // Values whose low 32 bits are in range catch a kernel that reads 64-bit
 // indices as 32-bit ones. Each case runs on streams of its own, which it
-// leaves failed; the check is the error, never the data.
+// leaves failed; the check is the error, never the data. The message of the
+// error, at the call or at synchronize, must name the operator, the bad index
+// value and the bound as "[0, bound)", as on every plugin (docs/ops.md,
+// "Errors").
+#include <cctype>
 #include <chrono>
 #include <functional>
 #include <limits>
@@ -152,24 +156,66 @@ Prepared prepare(Device& device, const IndexCase& c, bool i64, int64_t bad_value
   return p;
 }
 
+// True if |text| holds |token| with no letter, digit, '_' or '-' right
+// before it nor a letter, digit or '_' right after it.
+bool has_token(const std::string& text, const std::string& token) {
+  auto word = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; };
+  for (size_t at = text.find(token); at != std::string::npos; at = text.find(token, at + 1)) {
+    const size_t end = at + token.size();
+    if (at > 0 && (word(text[at - 1]) || text[at - 1] == '-')) continue;
+    if (end < text.size() && word(text[end])) continue;
+    return true;
+  }
+  return false;
+}
+
+// The message of an index error names the operator, the index value and the
+// bound (as "[0, bound)"; the value is looked for outside that range).
+void expect_index_message(const IndexCase& c, int64_t bad, const std::string& message,
+                          const std::string& what) {
+  const std::string range = "[0, " + std::to_string(c.extent) + ")";
+  std::string rest = message;
+  const size_t at = rest.find(range);
+  if (at != std::string::npos) rest.erase(at, range.size());
+  std::string missing;
+  if (!has_token(message, c.op))
+    missing += std::string(missing.empty() ? "" : ",") + " the operator (" + c.op + ")";
+  if (!has_token(rest, std::to_string(bad)))
+    missing += std::string(missing.empty() ? "" : ",") + " the index (" + std::to_string(bad) + ")";
+  if (at == std::string::npos)
+    missing += std::string(missing.empty() ? "" : ",") + " the bound (as " + range + ")";
+  if (!missing.empty()) {
+    fail("the error of " + what + " is \"" + message + "\"; it does not name" + missing +
+         "; docs/ops.md (\"Errors\"): the message names the operator, the index and the bound");
+  }
+}
+
 // Runs the operator; returns false if the call itself failed with
 // OUT_OF_RANGE (allowed: the error is reported, at once), fails on any other
 // error.
-bool launch(const IndexCase& c, Prepared& p, const std::string& what) {
+bool launch(const IndexCase& c, Prepared& p, int64_t bad, const std::string& what) {
   try {
     c.call(p.stream, p.data, p.index);
   } catch (const Error& e) {
     if (e.code() != OAR_STATUS_OUT_OF_RANGE) {
       fail(what + " failed at the call with " + e.what() + "; docs/ops.md requires OUT_OF_RANGE");
     }
+    expect_index_message(c, bad, e.message(), what + " (at the call)");
     return false;
   }
   return true;
 }
 
-void expect_stream_fails(Device& device, Prepared& p, const std::string& what) {
-  expect_status(device, device.api().stream_synchronize(p.stream.handle()), OAR_STATUS_OUT_OF_RANGE,
-                "stream_synchronize after " + what);
+void expect_stream_fails(Device& device, const IndexCase& c, Prepared& p, int64_t bad,
+                         const std::string& what) {
+  const std::string call = "stream_synchronize after " + what;
+  const oar_status_t status = device.api().stream_synchronize(p.stream.handle());
+  std::string message = expect_status(device, status, OAR_STATUS_OUT_OF_RANGE, call);
+  if (status == OAR_STATUS_OUT_OF_RANGE) {
+    // The harness puts |call| (which names the operator and the value) first.
+    if (message.compare(0, call.size() + 2, call + ": ") == 0) message.erase(0, call.size() + 2);
+    expect_index_message(c, bad, message, call);
+  }
 }
 
 // The full check for one bad value.
@@ -183,7 +229,7 @@ void expect_failure_propagates(Device& device, const IndexCase& c, bool i64, int
   abi::SynchronizeOnExit drain{device};
   Event before = device.create_event();
   before.record(p.stream);
-  if (!launch(c, p, what)) return;
+  if (!launch(c, p, bad, what)) return;
   // Work after the failing kernel, observed by events and a host callback.
   Event after_kernel = device.create_event();
   after_kernel.record(p.stream);
@@ -247,8 +293,8 @@ void expect_failure_propagates(Device& device, const IndexCase& c, bool i64, int
                 "event_synchronize of an event recorded before " + what);
 
   // The stream stays failed; the callback queued after the kernel got the error.
-  expect_stream_fails(device, p, what);
-  expect_stream_fails(device, p, what + " (a second time: the stream stays failed)");
+  expect_stream_fails(device, c, p, bad, what);
+  expect_stream_fails(device, c, p, bad, what + " (a second time: the stream stays failed)");
   if (callback) {
     callback->wait_finished("queued after " + what);
     expect(callback->status() == OAR_STATUS_OUT_OF_RANGE,
@@ -292,8 +338,8 @@ void expect_out_of_range(Device& device, const IndexCase& c, bool i64, bool past
                              std::to_string(values[v]) + " (dimension of " +
                              std::to_string(c.extent) + ")";
     Prepared p = prepare(device, c, i64, values[v]);
-    if (!launch(c, p, what)) continue;
-    expect_stream_fails(device, p, what);
+    if (!launch(c, p, values[v], what)) continue;
+    expect_stream_fails(device, c, p, values[v], what);
   }
 }
 

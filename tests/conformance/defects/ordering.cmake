@@ -44,3 +44,6 @@ oar_add_defect(device_sync_drops_errors FILTER "ops/gather/f32/*index*" EXPECT n
                AREA ops OPS gather)
 oar_add_defect(index_i64_as_i32 FILTER "ops/embedding/f32/i64_index*" EXPECT not_certified
                AREA ops OPS embedding ID_REGEX "i64_index_past_the_end")
+# An index error whose message names neither the operator, the index nor the bound.
+oar_add_defect(index_error_vague FILTER "ops/gather/f32/i32_negative*" EXPECT not_certified
+               AREA ops OPS gather ID_REGEX "i32_negative_index_fails_the_stream")
