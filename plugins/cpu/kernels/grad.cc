@@ -22,8 +22,9 @@ C sigmoid(C x) {
 }
 
 // dx for one element: |a| is dy, |b| the operator's second input (x or y).
-template <typename C>
-C pointwise_grad(Pointwise op, C dy, C b) {
+// |op| is a template argument so that each loop is compiled for one operator.
+template <Pointwise op, typename C>
+C pointwise_grad(C dy, C b) {
   switch (op) {
     case Pointwise::kRelu:
       return std::isnan(b) ? b : b > 0 ? dy : C(0);
@@ -48,6 +49,17 @@ C pointwise_grad(Pointwise op, C dy, C b) {
   return C(0);
 }
 
+template <Pointwise op, typename T>
+void pointwise_run(View dy, View b, View dx, int64_t n) {
+  const T* pdy = dy.ptr<T>();
+  const T* pb = b.ptr<T>();
+  T* out = dx.ptr<T>();
+#pragma omp parallel for if (n > kParallelWork) schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+    store(out + i, pointwise_grad<op, compute_t<T>>(load(pdy + i), load(pb + i)));
+  }
+}
+
 void pointwise_kernel(KernelContext& context) {
   const std::string name = context.schema.name;
   Pointwise op = name == "relu_grad"      ? Pointwise::kRelu
@@ -63,15 +75,20 @@ void pointwise_kernel(KernelContext& context) {
   if (n == 0) return;
   with_float(dx.dtype, [&](auto tag) {
     using T = decltype(tag);
-    launch(context.call, [=] {
-      const T* pdy = dy.ptr<T>();
-      const T* pb = b.ptr<T>();
-      T* out = dx.ptr<T>();
-#pragma omp parallel for if (n > kParallelWork) schedule(static)
-      for (int64_t i = 0; i < n; ++i) {
-        store(out + i, pointwise_grad<compute_t<T>>(op, load(pdy + i), load(pb + i)));
-      }
-    });
+    switch (op) {
+      case Pointwise::kRelu:
+        return launch(context.call, [=] { pointwise_run<Pointwise::kRelu, T>(dy, b, dx, n); });
+      case Pointwise::kSigmoid:
+        return launch(context.call, [=] { pointwise_run<Pointwise::kSigmoid, T>(dy, b, dx, n); });
+      case Pointwise::kTanh:
+        return launch(context.call, [=] { pointwise_run<Pointwise::kTanh, T>(dy, b, dx, n); });
+      case Pointwise::kSilu:
+        return launch(context.call, [=] { pointwise_run<Pointwise::kSilu, T>(dy, b, dx, n); });
+      case Pointwise::kGelu:
+        return launch(context.call, [=] { pointwise_run<Pointwise::kGelu, T>(dy, b, dx, n); });
+      case Pointwise::kGeluTanh:
+        return launch(context.call, [=] { pointwise_run<Pointwise::kGeluTanh, T>(dy, b, dx, n); });
+    }
   });
 }
 

@@ -1,7 +1,11 @@
 // cpu kernels of the gradients of the normalizations, conv2d, pooling and attention
-// (core/ops/schema_nn_grad.cc). Loops in double, one rounding at the store.
+// (core/ops/schema_nn_grad.cc). Loops in double, one rounding at the store,
+// except conv2d's gradients: im2col/col2im around sgemm/dgemm like the forward.
+#include <cblas.h>
+
 #include <algorithm>
 #include <array>
+#include <climits>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -14,52 +18,60 @@ namespace {
 
 constexpr int64_t kParallelWork = int64_t(1) << 15;
 
-// layer_norm_grad (|rms| false) and rms_norm_grad: a pass per row for dx that
-// keeps each row's mean and rstd, then column sums for dweight and dbias.
+// layer_norm_grad (|rms| false) and rms_norm_grad: one pass over the rows that
+// gives dx and, per block of rows, partial column sums for dweight and dbias
+// (read row by row, as the rows are stored), then the blocks' sums added up.
+// The blocks are fixed (not per thread), so the result does not depend on the
+// thread count.
 template <typename T>
 void norm_grad_run(View dy, View x, View weight, View dx, View dweight, View dbias, double eps,
                    bool rms) {
   const int64_t d = x.shape[x.ndim - 1];
   const int64_t rows = d == 0 ? 0 : x.numel() / d;
+  const int64_t blocks = std::min<int64_t>(rows, 32);
   const T* w = weight.ptr<T>();
-  std::vector<double> mean(size_t(rows), 0.0), rstd(size_t(rows), 0.0);
-#pragma omp parallel for if (x.numel() > kParallelWork)
-  for (int64_t r = 0; r < rows; ++r) {
-    const T* xr = x.ptr<T>() + r * d;
-    const T* gr = dy.ptr<T>() + r * d;
-    double m = 0, var = 0;
-    if (!rms) {
-      for (int64_t j = 0; j < d; ++j) m += load(xr + j);
-      m /= double(d);
+  std::vector<double> partial_w(size_t(blocks * d), 0.0), partial_b(size_t(blocks * d), 0.0);
+#pragma omp parallel for if (x.numel() > kParallelWork) schedule(static)
+  for (int64_t block = 0; block < blocks; ++block) {
+    double* sum_w = partial_w.data() + block * d;
+    double* sum_b = partial_b.data() + block * d;
+    for (int64_t r = block * rows / blocks; r < (block + 1) * rows / blocks; ++r) {
+      const T* xr = x.ptr<T>() + r * d;
+      const T* gr = dy.ptr<T>() + r * d;
+      double m = 0, var = 0;
+      if (!rms) {
+        for (int64_t j = 0; j < d; ++j) m += load(xr + j);
+        m /= double(d);
+      }
+      for (int64_t j = 0; j < d; ++j) {
+        const double centered = load(xr + j) - m;
+        var += centered * centered;
+      }
+      const double s = 1 / std::sqrt(var / double(d) + eps);
+      double mean_g = 0, mean_gx = 0;
+      for (int64_t j = 0; j < d; ++j) {
+        const double dyj = load(gr + j), xhat = (load(xr + j) - m) * s;
+        const double g = dyj * load(w + j);
+        mean_g += g;
+        mean_gx += g * xhat;
+        sum_w[j] += dyj * xhat;
+        sum_b[j] += dyj;
+      }
+      mean_g = rms ? 0.0 : mean_g / double(d);
+      mean_gx /= double(d);
+      T* out = dx.ptr<T>() + r * d;
+      for (int64_t j = 0; j < d; ++j) {
+        const double g = double(load(gr + j)) * load(w + j), xhat = (load(xr + j) - m) * s;
+        store(out + j, s * (g - mean_g - xhat * mean_gx));
+      }
     }
-    for (int64_t j = 0; j < d; ++j) {
-      const double centered = load(xr + j) - m;
-      var += centered * centered;
-    }
-    const double s = 1 / std::sqrt(var / double(d) + eps);
-    double mean_g = 0, mean_gx = 0;
-    for (int64_t j = 0; j < d; ++j) {
-      const double g = double(load(gr + j)) * load(w + j);
-      mean_g += g;
-      mean_gx += g * (load(xr + j) - m) * s;
-    }
-    mean_g = rms ? 0.0 : mean_g / double(d);
-    mean_gx /= double(d);
-    T* out = dx.ptr<T>() + r * d;
-    for (int64_t j = 0; j < d; ++j) {
-      const double g = double(load(gr + j)) * load(w + j), xhat = (load(xr + j) - m) * s;
-      store(out + j, s * (g - mean_g - xhat * mean_gx));
-    }
-    mean[size_t(r)] = m;
-    rstd[size_t(r)] = s;
   }
-#pragma omp parallel for if (x.numel() > kParallelWork)
+#pragma omp parallel for if (blocks * d > kParallelWork) schedule(static)
   for (int64_t j = 0; j < d; ++j) {
     double sum_w = 0, sum_b = 0;
-    for (int64_t r = 0; r < rows; ++r) {
-      const double g = load(dy.ptr<T>() + r * d + j);
-      sum_w += g * (load(x.ptr<T>() + r * d + j) - mean[size_t(r)]) * rstd[size_t(r)];
-      sum_b += g;
+    for (int64_t block = 0; block < blocks; ++block) {
+      sum_w += partial_w[size_t(block * d + j)];
+      sum_b += partial_b[size_t(block * d + j)];
     }
     store(dweight.ptr<T>() + j, sum_w);
     if (!rms) store(dbias.ptr<T>() + j, sum_b);
@@ -175,66 +187,149 @@ ConvGrad conv_grad_of(const View& x_like, const View& w_like, const View& dy,
   return s;
 }
 
-// dx[n, ci, h, w] = sum over the group's output channels o and kernel taps
-// (p, q) whose output position (oh, ow) lands on (h, w) of dy * weight.
+// --- BLAS, as nn.cc uses it for conv2d ----------------------------------------
+
+// The type BLAS computes T in: f64 stays f64, the others go through f32.
 template <typename T>
-void conv_grad_input_run(View dy, View weight, View dx, ConvGrad s) {
-  const int64_t cg = s.c / s.groups, og = s.o / s.groups, total = dx.numel();
-  const T* g = dy.ptr<T>();
-  const T* wt = weight.ptr<T>();
-#pragma omp parallel for if (total * og * s.kh * s.kw > kParallelWork)
-  for (int64_t i = 0; i < total; ++i) {
-    const int64_t col = i % s.w, row = i / s.w % s.h, ci = i / (s.w * s.h) % s.c;
-    const int64_t n = i / (s.w * s.h * s.c), group = ci / cg, c = ci % cg;
-    double acc = 0;
-    for (int64_t o = group * og; o < (group + 1) * og; ++o) {
-      for (int64_t p = 0; p < s.kh; ++p) {
-        const int64_t t = row + s.padding[0] - p * s.dilation[0];
-        if (t < 0 || t % s.stride[0] != 0 || t / s.stride[0] >= s.oh) continue;
-        for (int64_t q = 0; q < s.kw; ++q) {
-          const int64_t u = col + s.padding[1] - q * s.dilation[1];
-          if (u < 0 || u % s.stride[1] != 0 || u / s.stride[1] >= s.ow) continue;
-          acc +=
-              double(load(g + ((n * s.o + o) * s.oh + t / s.stride[0]) * s.ow + u / s.stride[1])) *
-              load(wt + ((o * cg + c) * s.kh + p) * s.kw + q);
-        }
-      }
-    }
-    store(dx.ptr<T>() + i, acc);
+using blas_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+// |n| elements of |p| as blas_t<T>: |p| itself for f32 and f64, else a copy in |buffer|.
+template <typename T>
+const blas_t<T>* to_blas(const T* p, int64_t n, std::vector<blas_t<T>>& buffer) {
+  if constexpr (std::is_same_v<T, blas_t<T>>) {
+    return p;
+  } else {
+    buffer.resize(size_t(n));
+    float* out = buffer.data();
+#pragma omp parallel for if (n > kParallelWork)
+    for (int64_t i = 0; i < n; ++i) out[i] = load(p + i);
+    return out;
   }
 }
 
-// dweight[o, c, p, q] = sum over n, oh, ow of dy * x at the tap's position.
-template <typename T>
-void conv_grad_weight_run(View dy, View x, View dweight, ConvGrad s) {
-  const int64_t cg = s.c / s.groups, og = s.o / s.groups, total = dweight.numel();
-  const T* g = dy.ptr<T>();
-  const T* px = x.ptr<T>();
-#pragma omp parallel for if (total * s.n * s.oh * s.ow > kParallelWork)
-  for (int64_t i = 0; i < total; ++i) {
-    const int64_t q = i % s.kw, p = i / s.kw % s.kh, c = i / (s.kw * s.kh) % cg;
-    const int64_t o = i / (s.kw * s.kh * cg), ch = o / og * cg + c;
-    double acc = 0;
-    for (int64_t n = 0; n < s.n; ++n) {
-      for (int64_t oh = 0; oh < s.oh; ++oh) {
-        const int64_t h = oh * s.stride[0] - s.padding[0] + p * s.dilation[0];
-        if (h < 0 || h >= s.h) continue;
-        for (int64_t ow = 0; ow < s.ow; ++ow) {
-          const int64_t w = ow * s.stride[1] - s.padding[1] + q * s.dilation[1];
-          if (w < 0 || w >= s.w) continue;
-          acc += double(load(g + ((n * s.o + o) * s.oh + oh) * s.ow + ow)) *
-                 load(px + ((n * s.c + ch) * s.h + h) * s.w + w);
-        }
+// c[m, n] = op(a) op(b) + beta c, row major and densely packed: a is [m, k]
+// ([k, m] when |ta|), b is [k, n] ([n, k] when |tb|).
+template <typename F>
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const F* a, const F* b, F beta, F* c) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {  // BLAS rejects a leading dimension of 0; the sum is empty
+    for (int64_t i = 0; i < m * n; ++i) c[i] *= beta;
+    return;
+  }
+  auto op = [](bool t) { return t ? CblasTrans : CblasNoTrans; };
+  const int lda = int(ta ? m : k), ldb = int(tb ? k : n);
+  if constexpr (std::is_same_v<F, double>) {
+    cblas_dgemm(CblasRowMajor, op(ta), op(tb), int(m), int(n), int(k), 1.0, a, lda, b, ldb, beta, c,
+                int(n));
+  } else {
+    cblas_sgemm(CblasRowMajor, op(ta), op(tb), int(m), int(n), int(k), 1.0f, a, lda, b, ldb, beta,
+                c, int(n));
+  }
+}
+
+// BLAS takes int sizes (Debian's OpenBLAS has a 32-bit interface).
+void require_blas_sizes(const char* op, std::initializer_list<int64_t> sizes) {
+  for (int64_t size : sizes) {
+    oar::sdk::require(size <= INT_MAX, OAR_STATUS_INVALID_ARGUMENT,
+                      std::string(op) + ": a matrix extent of " + std::to_string(size) +
+                          " exceeds what the cpu plugin's BLAS takes (2^31 - 1)");
+  }
+}
+
+// Row r = (c, p, q) of the [C/g * kH * kW, OH * OW] column matrix of one image
+// and group: for each output position, x's offset in the [C/g, H, W] planes
+// (or -1 where the tap reads padding). |visit(row, col, offset)|.
+template <typename F>
+void for_each_tap(const ConvGrad& s, int64_t channels, F&& visit) {
+  const int64_t rows = channels * s.kh * s.kw;
+#pragma omp parallel for if (rows * s.oh * s.ow > kParallelWork)
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t c = r / (s.kh * s.kw), p = r / s.kw % s.kh, q = r % s.kw;
+    for (int64_t oh = 0; oh < s.oh; ++oh) {
+      const int64_t h = oh * s.stride[0] - s.padding[0] + p * s.dilation[0];
+      for (int64_t ow = 0; ow < s.ow; ++ow) {
+        const int64_t w = ow * s.stride[1] - s.padding[1] + q * s.dilation[1];
+        const bool inside = h >= 0 && h < s.h && w >= 0 && w < s.w;
+        visit(r, oh * s.ow + ow, inside ? (c * s.h + h) * s.w + w : int64_t(-1));
       }
     }
-    store(dweight.ptr<T>() + i, acc);
   }
+}
+
+// Per image and group: col [C/g*kH*kW, OH*OW] = w_g^T [C/g*kH*kW, O/g] dy_g
+// [O/g, OH*OW] (sgemm/dgemm, the forward's arithmetic transposed), then each
+// column entry added back to the x position it was read from (col2im). A
+// row of col only touches its own channel plane, so the add runs per channel.
+template <typename T>
+void conv_grad_input_run(View dy, View weight, View dx, ConvGrad s) {
+  using F = blas_t<T>;
+  const int64_t cg = s.c / s.groups, og = s.o / s.groups, depth = cg * s.kh * s.kw;
+  const int64_t plane = s.oh * s.ow, taps = s.kh * s.kw;
+  std::vector<F> g_buffer, w_buffer, col(size_t(depth * plane)), acc(size_t(cg * s.h * s.w));
+  const F* pg = to_blas(dy.ptr<T>(), dy.numel(), g_buffer);
+  const F* pw = to_blas(weight.ptr<T>(), weight.numel(), w_buffer);
+  for (int64_t n = 0; n < s.n; ++n) {
+    for (int64_t g = 0; g < s.groups; ++g) {
+      gemm(true, false, depth, plane, og, pw + g * og * depth, pg + (n * s.o + g * og) * plane,
+           F(0), col.data());
+      const F* pc = col.data();
+      F* pa = acc.data();
+#pragma omp parallel for if (depth * plane > kParallelWork)
+      for (int64_t c = 0; c < cg; ++c) {
+        F* out = pa + c * s.h * s.w;
+        std::fill(out, out + s.h * s.w, F(0));
+        for (int64_t t = 0; t < taps; ++t) {
+          const int64_t p = t / s.kw, q = t % s.kw;
+          const F* in = pc + (c * taps + t) * plane;
+          for (int64_t oh = 0; oh < s.oh; ++oh) {
+            const int64_t h = oh * s.stride[0] - s.padding[0] + p * s.dilation[0];
+            if (h < 0 || h >= s.h) continue;
+            for (int64_t ow = 0; ow < s.ow; ++ow) {
+              const int64_t w = ow * s.stride[1] - s.padding[1] + q * s.dilation[1];
+              if (w >= 0 && w < s.w) out[h * s.w + w] += in[oh * s.ow + ow];
+            }
+          }
+        }
+      }
+      T* dst = dx.ptr<T>() + (n * s.c + g * cg) * s.h * s.w;
+      const int64_t count = cg * s.h * s.w;
+#pragma omp parallel for if (count > kParallelWork)
+      for (int64_t i = 0; i < count; ++i) store(dst + i, pa[i]);
+    }
+  }
+}
+
+// Per image and group: dw_g [O/g, C/g*kH*kW] += dy_g [O/g, OH*OW] col^T, col
+// being x's im2col matrix as in the forward; summed over the images by BLAS.
+template <typename T>
+void conv_grad_weight_run(View dy, View x, View dweight, ConvGrad s) {
+  using F = blas_t<T>;
+  const int64_t cg = s.c / s.groups, og = s.o / s.groups, depth = cg * s.kh * s.kw;
+  const int64_t plane = s.oh * s.ow;
+  std::vector<F> g_buffer, x_buffer, col(size_t(depth * plane)), acc(size_t(dweight.numel()));
+  const F* pg = to_blas(dy.ptr<T>(), dy.numel(), g_buffer);
+  const F* px = to_blas(x.ptr<T>(), x.numel(), x_buffer);
+  for (int64_t n = 0; n < s.n; ++n) {
+    for (int64_t g = 0; g < s.groups; ++g) {
+      const F* xg = px + (n * s.c + g * cg) * s.h * s.w;
+      F* pc = col.data();
+      for_each_tap(s, cg, [&](int64_t r, int64_t at, int64_t offset) {
+        pc[r * plane + at] = offset < 0 ? F(0) : xg[offset];
+      });
+      gemm(false, true, og, depth, plane, pg + (n * s.o + g * og) * plane, pc, n == 0 ? F(0) : F(1),
+           acc.data() + g * og * depth);
+    }
+  }
+  T* out = dweight.ptr<T>();
+  for (int64_t i = 0; i < dweight.numel(); ++i) store(out + i, acc[size_t(i)]);
 }
 
 void conv_grad_input_kernel(KernelContext& context) {
   View dy = context.inputs[0], weight = context.inputs[1], dx = context.outputs[0];
   ConvGrad s = conv_grad_of(dx, weight, dy, context.attrs);
   if (dx.numel() == 0) return;
+  require_blas_sizes("conv2d_grad_input",
+                     {s.c / s.groups * s.kh * s.kw, s.oh * s.ow, s.o / s.groups});
   with_float(dx.dtype, [&](auto tag) {
     using T = decltype(tag);
     launch(context.call, [=] { conv_grad_input_run<T>(dy, weight, dx, s); });
@@ -245,6 +340,8 @@ void conv_grad_weight_kernel(KernelContext& context) {
   View dy = context.inputs[0], x = context.inputs[1], dweight = context.outputs[0];
   ConvGrad s = conv_grad_of(x, dweight, dy, context.attrs);
   if (dweight.numel() == 0) return;
+  require_blas_sizes("conv2d_grad_weight",
+                     {s.c / s.groups * s.kh * s.kw, s.oh * s.ow, s.o / s.groups});
   with_float(x.dtype, [&](auto tag) {
     using T = decltype(tag);
     launch(context.call, [=] { conv_grad_weight_run<T>(dy, x, dweight, s); });
