@@ -32,8 +32,13 @@ C pointwise_grad(C dy, C b) {
       return dy * b * (C(1) - b);
     case Pointwise::kTanh:
       return dy * ((C(1) - b) * (C(1) + b));
-    case Pointwise::kSilu:
-      return dy * (sigmoid(b) * (C(1) + b * sigmoid(-b)));
+    case Pointwise::kSilu: {
+      // One exp: sigmoid(-b) = e sigmoid(b) with e = exp(-b) (no cancellation;
+      // where e overflows, sigmoid(b) is 0 and sigmoid(-b) is 1).
+      const C e = std::exp(-b), s = C(1) / (C(1) + e);
+      const C s_neg = std::isinf(e) ? C(1) : e * s;
+      return dy * (s * (C(1) + b * s_neg));
+    }
     case Pointwise::kGelu: {
       const C cdf = C(0.5) * std::erfc(-b * C(0.70710678118654752440));
       const C pdf = std::exp(C(-0.5) * b * b) * C(0.39894228040143267794);

@@ -18,11 +18,11 @@ namespace {
 
 constexpr int64_t kParallelWork = int64_t(1) << 15;
 
-// layer_norm_grad (|rms| false) and rms_norm_grad: one pass over the rows that
-// gives dx and, per block of rows, partial column sums for dweight and dbias
-// (read row by row, as the rows are stored), then the blocks' sums added up.
-// The blocks are fixed (not per thread), so the result does not depend on the
-// thread count.
+// layer_norm_grad (|rms| false) and rms_norm_grad: one pass over the rows (as
+// many passes over a row as the forward: mean, variance, output) that gives dx and, per block of
+// rows, partial column sums for dweight and dbias (read row by row, as the rows are stored), then
+// the blocks' sums added up. The blocks are fixed (not per thread), so the result does not depend
+// on the thread count.
 template <typename T>
 void norm_grad_run(View dy, View x, View weight, View dx, View dweight, View dbias, double eps,
                    bool rms) {
@@ -38,31 +38,29 @@ void norm_grad_run(View dy, View x, View weight, View dx, View dweight, View dbi
     for (int64_t r = block * rows / blocks; r < (block + 1) * rows / blocks; ++r) {
       const T* xr = x.ptr<T>() + r * d;
       const T* gr = dy.ptr<T>() + r * d;
-      double m = 0, var = 0;
+      double m = 0;
       if (!rms) {
         for (int64_t j = 0; j < d; ++j) m += load(xr + j);
         m /= double(d);
       }
+      // The variance and both row sums of dx in one pass (they need only m):
+      // sum(g (x - m)) s is sum(g xhat).
+      double var = 0, mean_g = 0, mean_gx = 0;
       for (int64_t j = 0; j < d; ++j) {
-        const double centered = load(xr + j) - m;
+        const double centered = load(xr + j) - m, g = double(load(gr + j)) * load(w + j);
         var += centered * centered;
+        mean_g += g;
+        mean_gx += g * centered;
       }
       const double s = 1 / std::sqrt(var / double(d) + eps);
-      double mean_g = 0, mean_gx = 0;
-      for (int64_t j = 0; j < d; ++j) {
-        const double dyj = load(gr + j), xhat = (load(xr + j) - m) * s;
-        const double g = dyj * load(w + j);
-        mean_g += g;
-        mean_gx += g * xhat;
-        sum_w[j] += dyj * xhat;
-        sum_b[j] += dyj;
-      }
       mean_g = rms ? 0.0 : mean_g / double(d);
-      mean_gx /= double(d);
+      mean_gx = mean_gx * s / double(d);
       T* out = dx.ptr<T>() + r * d;
       for (int64_t j = 0; j < d; ++j) {
-        const double g = double(load(gr + j)) * load(w + j), xhat = (load(xr + j) - m) * s;
-        store(out + j, s * (g - mean_g - xhat * mean_gx));
+        const double dyj = load(gr + j), xhat = (load(xr + j) - m) * s;
+        store(out + j, s * (dyj * load(w + j) - mean_g - xhat * mean_gx));
+        sum_w[j] += dyj * xhat;
+        sum_b[j] += dyj;
       }
     }
   }
