@@ -23,9 +23,8 @@ constexpr int64_t kParallelWork = int64_t(1) << 15;
 // rows, partial column sums for dweight and dbias (read row by row, as the rows are stored), then
 // the blocks' sums added up. The blocks are fixed (not per thread), so the result does not depend
 // on the thread count.
-template <typename T>
-void norm_grad_run(View dy, View x, View weight, View dx, View dweight, View dbias, double eps,
-                   bool rms) {
+template <typename T, bool rms>
+void norm_grad_run(View dy, View x, View weight, View dx, View dweight, View dbias, double eps) {
   const int64_t d = x.shape[x.ndim - 1];
   const int64_t rows = d == 0 ? 0 : x.numel() / d;
   const int64_t blocks = std::min<int64_t>(rows, 32);
@@ -39,7 +38,7 @@ void norm_grad_run(View dy, View x, View weight, View dx, View dweight, View dbi
       const T* xr = x.ptr<T>() + r * d;
       const T* gr = dy.ptr<T>() + r * d;
       double m = 0;
-      if (!rms) {
+      if constexpr (!rms) {
         for (int64_t j = 0; j < d; ++j) m += load(xr + j);
         m /= double(d);
       }
@@ -60,7 +59,7 @@ void norm_grad_run(View dy, View x, View weight, View dx, View dweight, View dbi
         const double dyj = load(gr + j), xhat = (load(xr + j) - m) * s;
         store(out + j, s * (dyj * load(w + j) - mean_g - xhat * mean_gx));
         sum_w[j] += dyj * xhat;
-        sum_b[j] += dyj;
+        if constexpr (!rms) sum_b[j] += dyj;
       }
     }
   }
@@ -85,7 +84,13 @@ void norm_grad_kernel(KernelContext& context) {
   if (dweight.numel() == 0) return;  // D = 0: every output is empty
   with_float(x.dtype, [&](auto tag) {
     using T = decltype(tag);
-    launch(context.call, [=] { norm_grad_run<T>(dy, x, weight, dx, dweight, dbias, eps, rms); });
+    launch(context.call, [=] {
+      if (rms) {
+        norm_grad_run<T, true>(dy, x, weight, dx, dweight, dbias, eps);
+      } else {
+        norm_grad_run<T, false>(dy, x, weight, dx, dweight, dbias, eps);
+      }
+    });
   });
 }
 
