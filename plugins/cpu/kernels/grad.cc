@@ -12,8 +12,6 @@
 namespace oar::cpu {
 namespace {
 
-constexpr int64_t kParallelWork = int64_t(1) << 15;
-
 enum class Pointwise { kRelu, kSigmoid, kTanh, kSilu, kGelu, kGeluTanh };
 
 template <typename C>

@@ -61,6 +61,10 @@ struct KernelContext {
   std::vector<View> outputs;
 };
 
+// Loops with fewer element operations than this stay on one thread: starting
+// an OpenMP team costs more than it saves.
+inline constexpr int64_t kParallelWork = int64_t(1) << 15;
+
 // Runs |work| on the call's stream, after everything submitted before it.
 void launch(const oar_kernel_call_t* call, std::function<void()> work);
 

@@ -2,8 +2,6 @@
 // OpenBLAS sgemm/dgemm; softmax, norms, pooling, rotary embedding and cross
 // entropy are loops parallelised with OpenMP. f16 and bf16 go through f32 and
 // are rounded once, when the result is stored. README.md says why.
-#include <cblas.h>
-
 #include <algorithm>
 #include <array>
 #include <climits>
@@ -12,85 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "kernels/blas.h"
 #include "kernels/kernel.h"
 
 namespace oar::cpu {
 namespace {
-
-// Loops with fewer element operations than this stay on one thread: starting
-// an OpenMP team costs more than it saves.
-constexpr int64_t kParallelWork = int64_t(1) << 15;
-
-// --- BLAS --------------------------------------------------------------------
-
-// The type BLAS computes T in: f64 stays f64, the others go through f32.
-template <typename T>
-using blas_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
-
-// The |n| elements at |p| as blas_t<T>: |p| itself for f32 and f64 (no copy),
-// else an f32 copy in |buffer|.
-template <typename T>
-const blas_t<T>* to_blas(const T* p, int64_t n, std::vector<blas_t<T>>& buffer) {
-  if constexpr (std::is_same_v<T, blas_t<T>>) {
-    return p;
-  } else {
-    buffer.resize(size_t(n));
-    float* out = buffer.data();
-#pragma omp parallel for if (n > kParallelWork)
-    for (int64_t i = 0; i < n; ++i) out[i] = load(p + i);
-    return out;
-  }
-}
-
-// Where a result of |n| elements for |p| is computed: |p| itself, or |buffer|
-// that from_blas rounds into |p| afterwards.
-template <typename T>
-blas_t<T>* blas_output(T* p, int64_t n, std::vector<blas_t<T>>& buffer) {
-  if constexpr (std::is_same_v<T, blas_t<T>>) {
-    return p;
-  } else {
-    buffer.resize(size_t(n));
-    return buffer.data();
-  }
-}
-
-template <typename T>
-void from_blas(const blas_t<T>* result, T* p, int64_t n) {
-  if constexpr (!std::is_same_v<T, blas_t<T>>) {
-#pragma omp parallel for if (n > kParallelWork)
-    for (int64_t i = 0; i < n; ++i) store(p + i, result[i]);
-  }
-}
-
-// c[m, n] = alpha * op(a) op(b), row major and densely packed: a is [m, k]
-// ([k, m] when |ta|), b is [k, n] ([n, k] when |tb|).
-template <typename F>
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, F alpha, const F* a, const F* b,
-          F* c) {
-  if (m == 0 || n == 0) return;
-  if (k == 0) {  // BLAS rejects a leading dimension of 0; the sum is empty
-    std::fill(c, c + m * n, F(0));
-    return;
-  }
-  auto op = [](bool t) { return t ? CblasTrans : CblasNoTrans; };
-  int lda = int(ta ? m : k), ldb = int(tb ? k : n);
-  if constexpr (std::is_same_v<F, double>) {
-    cblas_dgemm(CblasRowMajor, op(ta), op(tb), int(m), int(n), int(k), alpha, a, lda, b, ldb, 0.0,
-                c, int(n));
-  } else {
-    cblas_sgemm(CblasRowMajor, op(ta), op(tb), int(m), int(n), int(k), alpha, a, lda, b, ldb, 0.0f,
-                c, int(n));
-  }
-}
-
-// BLAS takes int sizes (Debian's OpenBLAS has a 32-bit interface).
-void require_blas_sizes(const char* op, std::initializer_list<int64_t> sizes) {
-  for (int64_t size : sizes) {
-    oar::sdk::require(size <= INT_MAX, OAR_STATUS_INVALID_ARGUMENT,
-                      std::string(op) + ": a matrix extent of " + std::to_string(size) +
-                          " exceeds what the cpu plugin's BLAS takes (2^31 - 1)");
-  }
-}
 
 // Element offset in |t| of the matrix that the |linear|-th matrix of |y|
 // reads; |t|'s batch dimensions broadcast against |y|'s (NumPy rules).
@@ -126,11 +50,11 @@ void matmul_run(View a, View b, View y, MatmulShape s) {
   const F* pb = to_blas(b.ptr<T>(), b.numel(), b_buffer);
   F* py = blas_output(y.ptr<T>(), y.numel(), y_buffer);
   if (s.fold) {
-    gemm(false, s.tb, s.batch * s.m, s.n, s.k, F(1), pa, pb, py);
+    gemm(false, s.tb, s.batch * s.m, s.n, s.k, F(1), pa, pb, F(0), py);
   } else {
     for (int64_t i = 0; i < s.batch; ++i) {
       gemm(s.ta, s.tb, s.m, s.n, s.k, F(1), pa + batch_offset(a, y, i), pb + batch_offset(b, y, i),
-           py + i * s.m * s.n);
+           F(0), py + i * s.m * s.n);
     }
   }
   from_blas(py, y.ptr<T>(), y.numel());
@@ -393,7 +317,7 @@ void conv_run(View x, View weight, View bias, View y, Window s) {
       const F* xg = px + (n * s.c + g * cg) * s.h * s.w;
       if (!direct) im2col(xg, s, cg, col.data());
       gemm(false, false, og, plane, depth, F(1), pw + g * og * depth, direct ? xg : col.data(),
-           py + (n * s.o + g * og) * plane);
+           F(0), py + (n * s.o + g * og) * plane);
     }
   }
   if (bias.data != nullptr) {
@@ -483,7 +407,7 @@ void attention_run(View q, View k, View v, View y, Attention s) {
   const F* pv = to_blas(v.ptr<T>(), v.numel(), v_buffer);
   F* py = blas_output(y.ptr<T>(), y.numel(), y_buffer);
   for (int64_t b = 0; b < s.batch; ++b) {
-    gemm(false, true, s.lq, s.lk, s.d, F(s.scale), pq + b * s.lq * s.d, pk + b * s.lk * s.d,
+    gemm(false, true, s.lq, s.lk, s.d, F(s.scale), pq + b * s.lq * s.d, pk + b * s.lk * s.d, F(0),
          scores.data());
     F* p = scores.data();
 #pragma omp parallel for if (s.lq * s.lk > kParallelWork)
@@ -493,7 +417,7 @@ void attention_run(View q, View k, View v, View y, Attention s) {
       softmax_line(row, row, seen, 1, false);
       std::fill(row + seen, row + s.lk, F(0));
     }
-    gemm(false, false, s.lq, s.dv, s.lk, F(1), p, pv + b * s.lk * s.dv, py + b * s.lq * s.dv);
+    gemm(false, false, s.lq, s.dv, s.lk, F(1), p, pv + b * s.lk * s.dv, F(0), py + b * s.lq * s.dv);
   }
   from_blas(py, y.ptr<T>(), y.numel());
 }

@@ -1,8 +1,6 @@
 // cpu kernels of the gradients of the normalizations, conv2d, pooling and attention
 // (core/ops/schema_nn_grad.cc). Loops in double, one rounding at the store,
 // except conv2d's gradients: im2col/col2im around sgemm/dgemm like the forward.
-#include <cblas.h>
-
 #include <algorithm>
 #include <array>
 #include <climits>
@@ -11,12 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "kernels/blas.h"
 #include "kernels/kernel.h"
 
 namespace oar::cpu {
 namespace {
-
-constexpr int64_t kParallelWork = int64_t(1) << 15;
 
 // layer_norm_grad (|rms| false) and rms_norm_grad: one pass over the rows (as
 // many passes over a row as the forward: mean, variance, output) that gives dx and, per block of
@@ -190,55 +187,6 @@ ConvGrad conv_grad_of(const View& x_like, const View& w_like, const View& dy,
   return s;
 }
 
-// --- BLAS, as nn.cc uses it for conv2d ----------------------------------------
-
-// The type BLAS computes T in: f64 stays f64, the others go through f32.
-template <typename T>
-using blas_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
-
-// |n| elements of |p| as blas_t<T>: |p| itself for f32 and f64, else a copy in |buffer|.
-template <typename T>
-const blas_t<T>* to_blas(const T* p, int64_t n, std::vector<blas_t<T>>& buffer) {
-  if constexpr (std::is_same_v<T, blas_t<T>>) {
-    return p;
-  } else {
-    buffer.resize(size_t(n));
-    float* out = buffer.data();
-#pragma omp parallel for if (n > kParallelWork)
-    for (int64_t i = 0; i < n; ++i) out[i] = load(p + i);
-    return out;
-  }
-}
-
-// c[m, n] = op(a) op(b) + beta c, row major and densely packed: a is [m, k]
-// ([k, m] when |ta|), b is [k, n] ([n, k] when |tb|).
-template <typename F>
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const F* a, const F* b, F beta, F* c) {
-  if (m == 0 || n == 0) return;
-  if (k == 0) {  // BLAS rejects a leading dimension of 0; the sum is empty
-    for (int64_t i = 0; i < m * n; ++i) c[i] *= beta;
-    return;
-  }
-  auto op = [](bool t) { return t ? CblasTrans : CblasNoTrans; };
-  const int lda = int(ta ? m : k), ldb = int(tb ? k : n);
-  if constexpr (std::is_same_v<F, double>) {
-    cblas_dgemm(CblasRowMajor, op(ta), op(tb), int(m), int(n), int(k), 1.0, a, lda, b, ldb, beta, c,
-                int(n));
-  } else {
-    cblas_sgemm(CblasRowMajor, op(ta), op(tb), int(m), int(n), int(k), 1.0f, a, lda, b, ldb, beta,
-                c, int(n));
-  }
-}
-
-// BLAS takes int sizes (Debian's OpenBLAS has a 32-bit interface).
-void require_blas_sizes(const char* op, std::initializer_list<int64_t> sizes) {
-  for (int64_t size : sizes) {
-    oar::sdk::require(size <= INT_MAX, OAR_STATUS_INVALID_ARGUMENT,
-                      std::string(op) + ": a matrix extent of " + std::to_string(size) +
-                          " exceeds what the cpu plugin's BLAS takes (2^31 - 1)");
-  }
-}
-
 // Row r = (c, p, q) of the [C/g * kH * kW, OH * OW] column matrix of one image
 // and group: for each output position, x's offset in the [C/g, H, W] planes
 // (or -1 where the tap reads padding). |visit(row, col, offset)|.
@@ -273,8 +221,8 @@ void conv_grad_input_run(View dy, View weight, View dx, ConvGrad s) {
   const F* pw = to_blas(weight.ptr<T>(), weight.numel(), w_buffer);
   for (int64_t n = 0; n < s.n; ++n) {
     for (int64_t g = 0; g < s.groups; ++g) {
-      gemm(true, false, depth, plane, og, pw + g * og * depth, pg + (n * s.o + g * og) * plane,
-           F(0), col.data());
+      gemm(true, false, depth, plane, og, F(1), pw + g * og * depth,
+           pg + (n * s.o + g * og) * plane, F(0), col.data());
       const F* pc = col.data();
       F* pa = acc.data();
 #pragma omp parallel for if (depth * plane > kParallelWork)
@@ -319,8 +267,8 @@ void conv_grad_weight_run(View dy, View x, View dweight, ConvGrad s) {
       for_each_tap(s, cg, [&](int64_t r, int64_t at, int64_t offset) {
         pc[r * plane + at] = offset < 0 ? F(0) : xg[offset];
       });
-      gemm(false, true, og, depth, plane, pg + (n * s.o + g * og) * plane, pc, n == 0 ? F(0) : F(1),
-           acc.data() + g * og * depth);
+      gemm(false, true, og, depth, plane, F(1), pg + (n * s.o + g * og) * plane, pc,
+           n == 0 ? F(0) : F(1), acc.data() + g * og * depth);
     }
   }
   T* out = dweight.ptr<T>();
