@@ -1,9 +1,14 @@
 # Runs the whole suite on a plugin under the validation layer and requires a
 # certified verdict with nothing reported: the suite is a correct program, so
 # the layer must stay silent (no refusals, no leaks).
-# cmake -DOAR_CONFORM=<exe> -DPLUGIN=<manifest> -DREPORT_DIR=<dir> -P check_validated.cmake
+# cmake -DOAR_CONFORM=<exe> -DPLUGIN=<manifest> -DREPORT_DIR=<dir> [-DPROFILE=core|full]
+#       -P check_validated.cmake
 file(REMOVE_RECURSE "${REPORT_DIR}")
+if(NOT PROFILE)
+  set(PROFILE best)
+endif()
 execute_process(COMMAND "${OAR_CONFORM}" --plugin "${PLUGIN}" --validate --report "${REPORT_DIR}"
+                        --profile "${PROFILE}"
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(NOT rc EQUAL 0)
   string(LENGTH "${out}" length)
