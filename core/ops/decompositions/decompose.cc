@@ -187,7 +187,7 @@ bool run_decomposition(Stream& stream, const OpId& op, const DLTensor* inputs, s
 
 Graph::Graph(Stream& stream, const ops::OpSchema& schema, const DLTensor* inputs, size_t num_inputs,
              DLTensor* outputs, size_t num_outputs, const oar_attr_t* attrs, size_t num_attrs)
-    : stream_(stream), schema_(schema), attrs_(schema, attrs, num_attrs), outputs_(outputs) {
+    : stream_(stream), attrs_(schema, attrs, num_attrs), outputs_(outputs) {
   (void)num_outputs;
   static const OpId copy_op("copy");
   for (size_t i = 0; i < num_inputs; ++i) {

@@ -115,7 +115,6 @@ class Graph {
   DLTensor* own(const DLTensor& base, std::vector<int64_t> shape);
 
   Stream& stream_;
-  const ops::OpSchema& schema_;
   ops::Attrs attrs_;
   std::vector<const DLTensor*> inputs_;
   DLTensor* outputs_;

@@ -264,7 +264,9 @@ void order_kernel(KernelContext& context) {
     const T* px = x.ptr<const T>();
     T* pv = v.ptr<T>();
     int64_t* pi = ind.ptr<int64_t>();
-    launch(context.call, [=] {
+    // Named captures: clang's OpenMP outlining cannot see a variable the
+    // comparator below takes from this function through an implicit [=].
+    launch(context.call, [=, descending = descending, values = values] {
       const int64_t rows = before * after;
 #pragma omp parallel for if (rows * len > 2 * kGrain) schedule(static)
       for (int64_t r = 0; r < rows; ++r) {

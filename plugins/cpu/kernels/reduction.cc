@@ -136,7 +136,7 @@ A reduce_run(A acc, const T* x, int64_t n) {
 template <Reduce r, typename T>
 void run_reduce(const Geometry& g, const T* x, T* y) {
   using A = Acc<r, T>;
-  auto finish = [&g](A acc) {
+  auto finish = [&](A acc) {
     if constexpr (r == Reduce::kMean) return acc / A(g.count);  // 0 / 0: NaN for no elements
     return acc;
   };
