@@ -138,6 +138,9 @@ void scan_kernel(KernelContext& context) {
   }
   const bool exclusive = context.attrs.get_bool("exclusive");
   const bool reverse = context.attrs.get_bool("reverse");
+  // Nothing to write; and with an empty axis the other extents may multiply
+  // to 2^38 rows of nothing (found by fuzz/ops_fuzzer.cc).
+  if (y.numel() == 0) return;
   with_dtype<ops::kNumbers>(y.dtype, [&](auto t) {
     using T = decltype(t);
     using C = compute_t<T>;
