@@ -64,7 +64,7 @@ if(TARGET oar_conform)
         -DPLUGIN=${manifest}
         -DREPORT_DIR=${CMAKE_CURRENT_BINARY_DIR}/decompose_reports/${variant}
         "-DFILTER=${filter}"
-        -DEXPECTATIONS=${PROJECT_SOURCE_DIR}/plugins/cpu/conformance.json
+        -DEXPECTATIONS=${CMAKE_CURRENT_SOURCE_DIR}/decomposed_conformance.json
         -DEXPECT=clean
         -P ${PROJECT_SOURCE_DIR}/tests/conformance/defects/check_report.cmake)
     set_tests_properties(conformance_certifies_decomposed_${variant} PROPERTIES TIMEOUT 600
