@@ -314,12 +314,10 @@ void arange_kernel(KernelContext& context) {
 }
 
 // (data, index, src) -> data signatures for data dtypes |bits|.
-std::vector<std::vector<DLDataType>> scatter_signatures(uint32_t bits) {
-  std::vector<std::vector<DLDataType>> result;
-  for (DLDataType t : ops::dtypes_in(bits)) {
-    for (DLDataType i : {dtype::i32, dtype::i64}) result.push_back({t, i, t, t});
-  }
-  return result;
+// scatter's signatures by its schema's rule (kIndexed: the index input i32
+// or i64), for the data dtypes |bits|.
+std::vector<std::vector<DLDataType>> scatter_signatures(const char* op, uint32_t bits) {
+  return oar::sdk::signatures_for(*ops::find_schema(op), bits);
 }
 
 }  // namespace
@@ -337,9 +335,10 @@ void register_layout_v2_kernels(const oar::sdk::KernelRegistrar& registrar,
   }
   register_op(registrar, "one_hot", one_hot_kernel, one_hot, 0, table);
   register_op(registrar, "arange", arange_kernel, same_signatures(ops::kNumbers, 0, 1), 0, table);
-  register_op(registrar, "scatter", scatter_kernel, scatter_signatures(ops::kAll), 0, table);
-  register_op(registrar, "scatter_add", scatter_kernel, scatter_signatures(ops::kNumbers), 0,
+  register_op(registrar, "scatter", scatter_kernel, scatter_signatures("scatter", ops::kAll), 0,
               table);
+  register_op(registrar, "scatter_add", scatter_kernel,
+              scatter_signatures("scatter_add", ops::kNumbers), 0, table);
 }
 
 }  // namespace oar::cpu

@@ -192,12 +192,10 @@ void arange_kernel(KernelContext& c) {
            p.size(), uint64_t(n));
 }
 
-std::vector<std::vector<DLDataType>> scatter_signatures(uint32_t bits) {
-  std::vector<std::vector<DLDataType>> result;
-  for (DLDataType t : ops::dtypes_in(bits & kSupported)) {
-    for (DLDataType i : {dtype::i32, dtype::i64}) result.push_back({t, i, t, t});
-  }
-  return result;
+// scatter's signatures by its schema's rule (kIndexed: the index input i32
+// or i64), for the data dtypes |bits|.
+std::vector<std::vector<DLDataType>> scatter_signatures(const char* op, uint32_t bits) {
+  return oar::sdk::signatures_for(*ops::find_schema(op), bits & kSupported);
 }
 
 }  // namespace
@@ -214,8 +212,9 @@ void register_layout_v2_kernels(const oar::sdk::KernelRegistrar& registrar) {
   }
   register_op(registrar, "one_hot", one_hot_kernel, one_hot);
   register_op(registrar, "arange", arange_kernel, same_signatures(ops::kNumbers, 0, 1));
-  register_op(registrar, "scatter", scatter_kernel, scatter_signatures(ops::kAll));
-  register_op(registrar, "scatter_add", scatter_kernel, scatter_signatures(ops::kNumbers));
+  register_op(registrar, "scatter", scatter_kernel, scatter_signatures("scatter", ops::kAll));
+  register_op(registrar, "scatter_add", scatter_kernel,
+              scatter_signatures("scatter_add", ops::kNumbers));
 }
 
 }  // namespace oar::vulkan
