@@ -34,6 +34,9 @@
 #include "conformance/harness/runner.h"
 #include "conformance/harness/signing.h"
 #include "conformance/harness/test.h"
+#if defined(OAR_CONFORM_COLLECTIVES)
+#include "conformance/suites/collectives/collectives.h"
+#endif
 
 namespace {
 
@@ -217,6 +220,7 @@ struct Arguments {
   std::string signing_key;
   bool list = false;
   bool validate = false;
+  int collectives_ranks = 0;  // 0: the collectives area does not run
 };
 
 struct VerifyArguments {
@@ -315,6 +319,23 @@ int certify(const Arguments& arguments) {
     fmt::print(stderr, "oar-conform: {}\n", e.what());
     return kExitUsage;
   }
+  // Core and full certify kernels: unless OAR_DECOMPOSE says otherwise, the
+  // children run without the core's decompositions. The primitives profile
+  // needs them (docs/conformance.md, "Profiles").
+  const char* decompose_env = std::getenv("OAR_DECOMPOSE");
+  const bool decompose_off = decompose_env != nullptr && (std::string(decompose_env) == "0" ||
+                                                          std::string(decompose_env) == "off");
+  if (request == oc::ProfileRequest::kPrimitives && decompose_off) {
+    fmt::print(stderr,
+               "oar-conform: --profile primitives needs decompositions: unset "
+               "OAR_DECOMPOSE=0\n");
+    return kExitUsage;
+  }
+  if (decompose_env == nullptr && request != oc::ProfileRequest::kPrimitives) {
+    ::setenv("OAR_DECOMPOSE", "0", 1);
+  }
+  const bool decompositions =
+      request == oc::ProfileRequest::kPrimitives || (decompose_env != nullptr && !decompose_off);
   const std::string signing_key =
       arguments.signing_key.empty() ? default_signing_key() : arguments.signing_key;
   if (!arguments.bundle.empty()) {
@@ -351,7 +372,7 @@ int certify(const Arguments& arguments) {
     for (const auto& test : tests) fmt::print("{}\n", test.id);
     return kExitCertified;
   }
-  if (tests.empty()) {
+  if (tests.empty() && arguments.collectives_ranks == 0) {
     fmt::print(stderr, "oar-conform: no test matches --filter '{}' (--list shows them all)\n",
                arguments.filter);
     return kExitUsage;
@@ -400,6 +421,40 @@ int certify(const Arguments& arguments) {
   report.results = oc::run_tests(
       tests, [&] { return open_target(exact, arguments.device); }, register_all_suites, options);
   progress.finish();
+#if defined(OAR_CONFORM_COLLECTIVES)
+  if (arguments.collectives_ranks > 0) {
+    // The collectives area starts its ranks itself (docs/conformance.md).
+    oc::CollectivesRun run;
+    std::error_code self_error;
+    run.self = fs::read_symlink("/proc/self/exe", self_error).string();
+    run.plugin = exact.text;
+    run.device = arguments.device;
+    run.device_count = target.plugin.device_count;
+    run.ranks = arguments.collectives_ranks;
+    run.validate = spec.validate;
+    run.filter = arguments.filter;
+    run.work_dir = fs::absolute(arguments.report_dir).string();
+    run.log = options.child_output_log;
+    run.timeout = options.timeout;
+    fmt::print("collectives: {} rank(s): {}\n", run.ranks, oc::collectives_command(run));
+    std::fflush(stdout);
+    size_t failed = 0, passed = 0;
+    auto collective_results =
+        oc::run_collectives(run, target.properties, [&](const oc::TestResult& r) {
+          if (oc::is_failure(r.status)) {
+            ++failed;
+            fmt::print("{:<13} {} ({:.1f} ms)\n    {}\n", oc::status_name(r.status), r.id,
+                       r.duration_ms, r.message);
+          } else if (r.status == oc::Status::kPassed) {
+            ++passed;
+          }
+        });
+    fmt::print("collectives: {} passed, {} failed of {}\n", passed, failed,
+               collective_results.size());
+    report.results.insert(report.results.end(), collective_results.begin(),
+                          collective_results.end());
+  }
+#endif
   report.duration_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   report.target = target;
@@ -407,7 +462,7 @@ int certify(const Arguments& arguments) {
   report.filter = arguments.filter;
   report.base_timeout = base_timeout;
   report.test_timeout = options.timeout;
-  report.judgement = oc::judge(report.results, target.properties, request, partial);
+  report.judgement = oc::judge(report.results, target.properties, request, partial, decompositions);
   try {
     report.library_sha256 = oc::sha256_file_hex(target.plugin.library_path);
   } catch (const std::exception& e) {
@@ -449,6 +504,12 @@ int certify(const Arguments& arguments) {
 }  // namespace
 
 int main(int argc, char** argv) {
+#if defined(OAR_CONFORM_COLLECTIVES)
+  // One rank of the collectives area, started by oar-conform itself.
+  if (argc > 1 && std::string(argv[1]) == "collectives-worker") {
+    return oc::collectives_worker_main(argc, argv);
+  }
+#endif
   CLI::App app{
       "oar-conform: certify one device of an OAR plugin against the conformance suite\n"
       "  oar-conform --plugin NAME|PATH [options]   run the suite, write the report\n"
@@ -472,8 +533,9 @@ int main(int argc, char** argv) {
                  "the source tree, then <prefix>/share/oar/conformance/<name>.json)");
   app.add_option("--profile", arguments.profile,
                  "what to certify: best (the full profile if the run covers it, else core), "
-                 "core (runs only what the core profile needs) or full")
-      ->check(CLI::IsMember({"best", "core", "full"}))
+                 "core (runs only what the core profile needs), full, or primitives (every "
+                 "operator and model runs, natively or through the core's decompositions)")
+      ->check(CLI::IsMember({"best", "core", "full", "primitives"}))
       ->capture_default_str();
   app.add_option("--timeout", arguments.timeout_s,
                  "seconds one test may run on a fast device; the limit grows by 100 times the "
@@ -486,6 +548,13 @@ int main(int argc, char** argv) {
       "--signing-key", arguments.signing_key,
       "the Ed25519 private key (PEM) that signs --bundle (default: " + default_signing_key() + ")");
   app.add_flag("--list", arguments.list, "print the selected test ids and exit");
+#if defined(OAR_CONFORM_COLLECTIVES)
+  app.add_option("--collectives-ranks", arguments.collectives_ranks,
+                 "also run the collectives area with N ranks: the core's staged engine under "
+                 "mpiexec -n N (OAR_MPIEXEC overrides mpiexec) and, for a device that lists "
+                 "OAR_DEVICE_FEATURE_COLLECTIVES, the plugin's own slots on N of its devices")
+      ->check(CLI::Range(1, 64));
+#endif
   app.add_flag("--validate", arguments.validate,
                "run under the core's validation layer (as OAR_VALIDATE=1): a call it refuses "
                "fails its test, and what it reports lands in test-output.log");
