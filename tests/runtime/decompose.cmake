@@ -35,13 +35,11 @@ gtest_discover_tests(oar_decompose_test DISCOVERY_TIMEOUT 60)
 
 # The decompositions certified like kernels: oar-conform over the decomposed
 # operators, on the real cpu plugin with every decomposition forced
-# (OAR_DECOMPOSE=force) and on cpu_no_composites, where they are the fallback
-# (--profile primitives: other profiles certify kernels and switch them off).
+# (OAR_DECOMPOSE=force) and on cpu_no_composites, where they are the fallback.
 if(TARGET oar_conform)
   set(decomposed softmax log_softmax gelu silu sigmoid relu mean layer_norm rms_norm batch_norm
       cross_entropy scaled_dot_product_attention conv2d max_pool2d avg_pool2d reciprocal rsqrt gt ge
-      ne embedding index_select logical_not logical_and logical_or logical_xor bitwise_not clip
-      pad flip tril triu expand one_hot logsumexp sort topk rotary_embedding matmul_w8)
+      ne embedding index_select logical_not logical_and logical_or logical_xor bitwise_not clip)
   # Forced: every dtype. As the fallback: f32 (and bool for the logical
   # operators), which is enough to see that the dispatch falls back.
   set(filter_all "")
@@ -68,7 +66,6 @@ if(TARGET oar_conform)
         "-DFILTER=${filter}"
         -DEXPECTATIONS=${CMAKE_CURRENT_SOURCE_DIR}/decomposed_conformance.json
         -DEXPECT=clean
-        "-DEXTRA_ARGS=--profile|primitives"
         -P ${PROJECT_SOURCE_DIR}/tests/conformance/defects/check_report.cmake)
     set_tests_properties(conformance_certifies_decomposed_${variant} PROPERTIES TIMEOUT 600
                          RESOURCE_LOCK oar_conformance_memory)
