@@ -9,9 +9,11 @@
 #include <map>
 #include <random>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "core/collective/engine.h"
+#include "core/collective/local_transport.h"
 #include "core/collective/mpi_transport.h"
 #include "core/collective/native_engine.h"
 #include "core/collective/staged_engine.h"
@@ -133,9 +135,91 @@ Communicator Communicator::from_mpi(Device& device, MPI_Comm comm) {
   return Communicator(detail::make_staged_engine(device, std::move(transport).value()));
 }
 
+namespace {
+
+// OAR_COMM_NATIVE=0: create_local ignores the plugins' collective slots and
+// takes the core's staged engine (tests of both paths on one plugin).
+bool native_allowed() {
+  const char* text = secure_getenv("OAR_COMM_NATIVE");
+  return text == nullptr || std::strcmp(text, "0") != 0;
+}
+
+bool native_possible(const std::vector<Device*>& devices) {
+  for (Device* device : devices) {
+    if (&device->plugin() != &devices[0]->plugin() ||
+        !device->has_feature(OAR_DEVICE_FEATURE_COLLECTIVES)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Staged engines for |devices| over |inner| (null: this process alone),
+// built on a thread each: each engine's creation is a step all of them join.
+std::vector<std::unique_ptr<detail::CommEngine>> staged_local(
+    const std::vector<Device*>& devices, std::unique_ptr<detail::Transport> inner,
+    const char* operation) {
+  if (devices.empty()) fail(OAR_STATUS_INVALID_ARGUMENT, std::string(operation) + ": no devices");
+  for (size_t i = 0; i < devices.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (devices[i] == devices[j]) {
+        fail(OAR_STATUS_INVALID_ARGUMENT, std::string(operation) + ": " + devices[i]->name() +
+                                              " is listed twice (one rank per device)");
+      }
+    }
+  }
+  auto transports = detail::make_local_transports(int32_t(devices.size()), std::move(inner));
+  std::vector<std::unique_ptr<detail::CommEngine>> engines(devices.size());
+  std::vector<std::exception_ptr> errors(devices.size());
+  {
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < devices.size(); ++i) {
+      threads.emplace_back([&, i] {
+        try {
+          engines[i] = detail::make_staged_engine(*devices[i], std::move(transports[i]));
+        } catch (...) {
+          errors[i] = std::current_exception();
+        }
+      });
+    }
+    for (std::thread& thread : threads) thread.join();
+  }
+  for (auto& error : errors) {
+    if (error) std::rethrow_exception(error);
+  }
+  return engines;
+}
+
+}  // namespace
+
 std::vector<Communicator> Communicator::create_local(const std::vector<Device*>& devices) {
+  if (devices.empty()) fail(OAR_STATUS_INVALID_ARGUMENT, "create_local: no devices");
+  if (native_allowed() && native_possible(devices)) {
+    std::vector<Communicator> comms;
+    for (auto& engine : detail::make_native_engines(devices)) {
+      comms.push_back(Communicator(std::move(engine)));
+    }
+    return comms;
+  }
   std::vector<Communicator> comms;
-  for (auto& engine : detail::make_native_engines(devices)) {
+  for (auto& engine : staged_local(devices, nullptr, "create_local")) {
+    comms.push_back(Communicator(std::move(engine)));
+  }
+  return comms;
+}
+
+std::vector<Communicator> Communicator::from_mpi(const std::vector<Device*>& devices,
+                                                 MPI_Comm comm) {
+  throw_if(detail::ensure_mpi());
+  MPI_Comm own = MPI_COMM_NULL;
+  if (MPI_Comm_dup(comm, &own) != MPI_SUCCESS) {
+    fail(OAR_STATUS_UNAVAILABLE, "Communicator::from_mpi: MPI_Comm_dup failed");
+  }
+  auto transport = detail::MpiTransport::create(own);
+  throw_if(transport.status());
+  std::vector<Communicator> comms;
+  for (auto& engine :
+       staged_local(devices, std::move(transport).value(), "Communicator::from_mpi")) {
     comms.push_back(Communicator(std::move(engine)));
   }
   return comms;

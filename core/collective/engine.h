@@ -64,6 +64,7 @@ struct HostOp {
   int32_t peer = 0;
   uint64_t total = 0;  // elements per block of the whole operation this piece is of
   bool opens = true;   // the operation's first piece (validation checks those)
+  int32_t tag = 0;     // send/recv: the message tag (several ranks per process)
 };
 
 class Transport {

@@ -382,11 +382,11 @@ Status MpiTransport::run(const std::vector<HostOp>& ops) {
         break;
       }
       case CollKind::kSend:
-        code = MPI_Isend(op.send, count, type, op.peer, 0, comm_, &request);
+        code = MPI_Isend(op.send, count, type, op.peer, op.tag, comm_, &request);
         averaged = false;
         break;
       case CollKind::kRecv:
-        code = MPI_Irecv(op.recv, count, type, op.peer, 0, comm_, &request);
+        code = MPI_Irecv(op.recv, count, type, op.peer, op.tag, comm_, &request);
         averaged = false;
         break;
     }

@@ -59,7 +59,7 @@ class MpiTransport final : public Transport {
   std::vector<Peer> peers_;
   double timeout_s_ = 0;  // 0: none
   std::atomic<bool> aborted_{false};
-  bool failed_ = false;  // an operation was left pending in MPI
+  std::atomic<bool> failed_{false};  // an operation was left pending in MPI
   bool checking_ = false;
 };
 

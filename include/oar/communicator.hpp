@@ -92,12 +92,19 @@ class Communicator {
   // The host-staged engine over a duplicate of |comm| (collective over it):
   // rank and size are |comm|'s.
   static Communicator from_mpi(Device& device, MPI_Comm comm);
+  // Several devices per process over |comm| (collective over it; every
+  // process passes the same number K of devices): the host-staged engine,
+  // rank p * K + i on devices[i] of |comm|'s rank p. The devices may be of
+  // different plugins.
+  static std::vector<Communicator> from_mpi(const std::vector<Device*>& devices, MPI_Comm comm);
 #endif
 
   // Communicators for several devices of this process, rank i on
-  // devices[i], all created at once. Uses the plugin's collective slots when
-  // every device is of one plugin that lists OAR_DEVICE_FEATURE_COLLECTIVES;
-  // throws UNIMPLEMENTED otherwise.
+  // devices[i], all created at once (no MPI needed). Uses the plugin's
+  // collective slots when every device is of one plugin that lists
+  // OAR_DEVICE_FEATURE_COLLECTIVES (unless OAR_COMM_NATIVE=0), else the
+  // core's host-staged engine, the ranks meeting in this process's memory
+  // (any plugins, mixed too; each device needs host callbacks).
   static std::vector<Communicator> create_local(const std::vector<Device*>& devices);
 
   bool valid() const { return engine_ != nullptr; }

@@ -692,6 +692,13 @@ int collectives_worker_main(int argc, char** argv) {
       for (int q = 0; q < local; ++q) devices.push_back(&device_of(runtime, q));
       const std::vector<Case> cases = selected_cases(devices[0]->properties(), path, local, filter);
       std::vector<Communicator> comms = Communicator::create_local(devices);
+      if (std::string(comms[0].engine_name()).rfind("plugin:", 0) != 0) {
+        std::fprintf(stderr,
+                     "oar-conform collectives-worker: create_local chose the engine %s, not the "
+                     "plugin's slots (is OAR_COMM_NATIVE=0 set?)\n",
+                     comms[0].engine_name());
+        return 1;
+      }
       std::vector<std::thread> threads;
       for (int q = 0; q < local; ++q) {
         threads.emplace_back([&, q] {
