@@ -29,6 +29,9 @@ packages=(
   openmpi-bin libopenmpi-dev
   # adapters/paddle: scripts/install-paddle.sh makes a virtual environment
   python3-venv
+  # scripts/bench.sh's HTML report is checked in a headless browser (ctest
+  # bench_report_renders_in_browser); about 80 MB download, 290 MB installed
+  chromium
 )
 
 sudo=""
