@@ -3,16 +3,25 @@
 // all_reduce_perf. Run under mpirun, one rank per process:
 //
 //   mpirun -n 2 oar-comm-bench --manifest build/share/oar/plugins.d/cpu.json
-//          [--dtype f32] [--op sum] [--min 8] [--max 268435456] [--iters 20]
+//          [--dtype f32] [--op sum] [--min 8] [--max 256M] [--reps 7]
+//          [--iters N]
 //
 // Each line: bytes, elements, dtype, op, then time (us), algbw and busbw
 // (GB/s) for OAR, then the same for MPI_Allreduce, then OAR's busbw over
 // MPI's. algbw = bytes / time; busbw = algbw * 2 (n - 1) / n, the traffic of
-// each link in a ring, as nccl-tests defines it. Times are the mean over
-// --iters operations issued back to back on one stream, after 3 warm-up
-// ones; OAR's include the stream synchronize at the end, MPI's a barrier.
+// each link in a ring, as nccl-tests defines it.
+//
+// The machine's speed drifts (docs/performance.md), so OAR and MPI are
+// measured interleaved: --reps repetitions per size, each a block of OAR
+// operations issued back to back on one stream (ending with the stream's
+// synchronize) and a block of as many MPI_Allreduce calls (ending with a
+// barrier), the order alternating between repetitions. A block's time is
+// the slowest rank's. Printed: the median block time of each, and the median
+// of the repetitions' ratios. --iters fixes the block length; by default it
+// shrinks with the size (200 operations at 8 B, 2 at 256 MiB).
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -26,6 +35,13 @@ namespace {
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
 uint64_t parse_size(const char* text) {
@@ -50,7 +66,8 @@ int main(int argc, char** argv) {
   std::string manifest, device_name, dtype_name = "f32", op_name = "sum";
   uint64_t min_bytes = 8;
   uint64_t max_bytes = uint64_t(256) << 20;
-  int iters = 20;
+  int iters = 0;  // 0: by size
+  int reps = 7;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string key = argv[i];
     if (key == "--manifest") manifest = argv[i + 1];
@@ -60,6 +77,7 @@ int main(int argc, char** argv) {
     if (key == "--min") min_bytes = parse_size(argv[i + 1]);
     if (key == "--max") max_bytes = parse_size(argv[i + 1]);
     if (key == "--iters") iters = std::atoi(argv[i + 1]);
+    if (key == "--reps") reps = std::max(1, std::atoi(argv[i + 1]));
   }
   const DLDataType dtype = dtype_name == "f64"    ? oar::dtype::f64
                            : dtype_name == "i32"  ? oar::dtype::i32
@@ -88,48 +106,72 @@ int main(int argc, char** argv) {
     stream.synchronize();
     std::vector<char> host_send(max_bytes, 0), host_recv(max_bytes, 0);
     if (rank == 0) {
-      std::printf("# oar-comm-bench: %d ranks, %s (%s), all_reduce %s %s, %d iterations\n", size,
-                  device.name().c_str(), comm.engine_name(), dtype_name.c_str(), op_name.c_str(),
-                  iters);
+      double load[3] = {0, 0, 0};
+      if (std::FILE* f = std::fopen("/proc/loadavg", "r")) {
+        if (std::fscanf(f, "%lf %lf %lf", &load[0], &load[1], &load[2]) != 3) load[0] = -1;
+        std::fclose(f);
+      }
+      std::printf(
+          "# oar-comm-bench: %d ranks, %s (%s), all_reduce %s %s, %d interleaved repetitions, "
+          "load average %.2f %.2f %.2f\n",
+          size, device.name().c_str(), comm.engine_name(), dtype_name.c_str(), op_name.c_str(),
+          reps, load[0], load[1], load[2]);
       std::printf("# %12s %12s %5s %5s | %10s %8s %8s | %10s %8s %8s | %6s\n", "size(B)", "count",
                   "type", "redop", "oar(us)", "algbw", "busbw", "mpi(us)", "algbw", "busbw",
                   "ratio");
+      std::printf("# times: medians of the repetitions; ratio: median of OAR busbw / MPI busbw\n");
     }
     const double ring = size > 1 ? 2.0 * (size - 1) / size : 1.0;
     for (uint64_t bytes = std::max<uint64_t>(min_bytes, es); bytes <= max_bytes; bytes *= 2) {
       const uint64_t count = bytes / es;
-      for (int i = 0; i < 3; ++i) comm.all_reduce(send, recv, count, dtype, op, stream);
-      comm.synchronize(stream);
-      MPI_Barrier(MPI_COMM_WORLD);
-      double start = now_s();
-      for (int i = 0; i < iters; ++i) comm.all_reduce(send, recv, count, dtype, op, stream);
-      comm.synchronize(stream);
-      double oar_s = (now_s() - start) / iters;
-      double mpi_s = 0;
-      if (dtype_name != "bf16") {
-        for (int i = 0; i < 3; ++i) {
+      const int block =
+          iters > 0
+              ? iters
+              : int(std::max<uint64_t>(2, std::min<uint64_t>(200, (uint64_t(1) << 29) / bytes)));
+      auto run_oar = [&] {
+        for (int i = 0; i < block; ++i) comm.all_reduce(send, recv, count, dtype, op, stream);
+        comm.synchronize(stream);
+      };
+      const bool has_mpi = dtype_name != "bf16";
+      auto run_mpi = [&] {
+        for (int i = 0; i < block; ++i) {
           MPI_Allreduce(host_send.data(), host_recv.data(), int(count), mpi_type, mpi_op,
                         MPI_COMM_WORLD);
         }
-        MPI_Barrier(MPI_COMM_WORLD);
-        start = now_s();
-        for (int i = 0; i < iters; ++i) {
-          MPI_Allreduce(host_send.data(), host_recv.data(), int(count), mpi_type, mpi_op,
-                        MPI_COMM_WORLD);
+      };
+      // Warm-up, then the repetitions.
+      run_oar();
+      if (has_mpi) run_mpi();
+      std::vector<double> oar_times, mpi_times, ratios;
+      for (int r = 0; r < reps; ++r) {
+        double t[2] = {0, 0};
+        for (int k = 0; k < 2; ++k) {
+          const bool oar_turn = (k == 0) == (r % 2 == 0);
+          if (!oar_turn && !has_mpi) continue;
+          MPI_Barrier(MPI_COMM_WORLD);
+          const double start = now_s();
+          if (oar_turn) {
+            run_oar();
+          } else {
+            run_mpi();
+          }
+          t[oar_turn ? 0 : 1] = (now_s() - start) / block;
         }
-        mpi_s = (now_s() - start) / iters;
+        double worst[2] = {0, 0};
+        MPI_Allreduce(t, worst, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        oar_times.push_back(worst[0]);
+        mpi_times.push_back(worst[1]);
+        if (worst[1] > 0) ratios.push_back(worst[1] / worst[0]);  // busbw ratio
       }
-      // The slowest rank's time, as nccl-tests reports.
-      double times[2] = {oar_s, mpi_s};
-      double worst[2] = {0, 0};
-      MPI_Reduce(times, worst, 2, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
       if (rank == 0) {
-        double oar_algbw = bytes / worst[0] / 1e9;
-        double mpi_algbw = worst[1] > 0 ? bytes / worst[1] / 1e9 : 0;
+        const double oar_s = median(oar_times);
+        const double mpi_s = median(mpi_times);
+        const double oar_algbw = bytes / oar_s / 1e9;
+        const double mpi_algbw = mpi_s > 0 ? bytes / mpi_s / 1e9 : 0;
         std::printf("  %12llu %12llu %5s %5s | %10.1f %8.3f %8.3f | %10.1f %8.3f %8.3f | %6.2f\n",
                     (unsigned long long)bytes, (unsigned long long)count, dtype_name.c_str(),
-                    op_name.c_str(), worst[0] * 1e6, oar_algbw, oar_algbw * ring, worst[1] * 1e6,
-                    mpi_algbw, mpi_algbw * ring, mpi_algbw > 0 ? oar_algbw / mpi_algbw : 0.0);
+                    op_name.c_str(), oar_s * 1e6, oar_algbw, oar_algbw * ring, mpi_s * 1e6,
+                    mpi_algbw, mpi_algbw * ring, ratios.empty() ? 0.0 : median(ratios));
         std::fflush(stdout);
       }
     }
