@@ -40,6 +40,11 @@ if(TARGET oar_conform)
   set(decomposed softmax log_softmax gelu silu sigmoid relu mean layer_norm rms_norm batch_norm
       cross_entropy scaled_dot_product_attention conv2d max_pool2d avg_pool2d reciprocal rsqrt gt ge
       ne embedding index_select logical_not logical_and logical_or logical_xor bitwise_not clip)
+  # The gradients and optimizer steps (gradients.cc, optimizers.cc).
+  list(APPEND decomposed relu_grad sigmoid_grad tanh_grad silu_grad gelu_grad softmax_grad
+       log_softmax_grad embedding_grad cross_entropy_grad rotary_embedding_grad layer_norm_grad
+       rms_norm_grad max_pool2d_grad avg_pool2d_grad conv2d_grad_input conv2d_grad_weight
+       scaled_dot_product_attention_grad sgd adam adamw grad_norm clip_grad_norm)
   # Forced: every dtype. As the fallback: f32 (and bool for the logical
   # operators), which is enough to see that the dispatch falls back.
   set(filter_all "")
