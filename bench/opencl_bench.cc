@@ -12,7 +12,9 @@
 //  - 64 MiB H2D / D2H through OAR vs blocking clEnqueueWriteBuffer/ReadBuffer
 //    (separately, and alternating in one loop: Copy64MiB_Paired);
 //  - f32 matmul 512^3 (GFLOP/s) and a 16 Mi-element f32 add (touched GB/s:
-//    bytes read + written) on opencl and on cpu.
+//    bytes read + written) on opencl and on cpu;
+//  - Matmul/Paired: f32 matmul (1024^3 and odd shapes) on opencl and on cpu
+//    (OpenBLAS) alternating in one loop: medians and their ratio.
 // Run with --benchmark_repetitions=N --benchmark_report_aggregates_only=true.
 #include <CL/cl.h>
 #include <benchmark/benchmark.h>
@@ -442,6 +444,56 @@ void BM_Matmul512_OpenCL(benchmark::State& state) { matmul_on(state, opencl()); 
 BENCHMARK(BM_Matmul512_OpenCL)->UseRealTime()->Unit(benchmark::kMillisecond);
 void BM_Matmul512_Cpu(benchmark::State& state) { matmul_on(state, &cpu()); }
 BENCHMARK(BM_Matmul512_Cpu)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// An f32 matmul [m, k] x [k, n] on |device|, inputs filled, run once (the
+// program built, first-use costs paid).
+struct MatmulOn {
+  Stream& stream;
+  Tensor a, b, c;
+  MatmulOn(Device& device, int64_t m, int64_t n, int64_t k)
+      : stream(device.default_stream()),
+        a(Tensor::empty(device, {m, k}, dtype::f32)),
+        b(Tensor::empty(device, {k, n}, dtype::f32)),
+        c(Tensor::empty(device, {m, n}, dtype::f32)) {
+    std::vector<float> host(size_t(std::max(m, n) * k));
+    for (size_t i = 0; i < host.size(); ++i) host[i] = float(i % 7) * 0.25f - 0.5f;
+    a.copy_from_host(stream, host.data());
+    b.copy_from_host(stream, host.data());
+    run();
+  }
+  void run() {
+    ops::matmul(stream, a, b, c);
+    stream.synchronize();
+  }
+};
+
+// f32 matmul of shape (m, n, k) on opencl and on the cpu plugin (OpenBLAS on
+// the same cores) alternating in one loop, each first in turn: counters
+// opencl_GFLOP/s, cpu_GFLOP/s (medians) and ratio = opencl / cpu, the
+// figure issue 18 asks for (>= 0.6 at 1024^3).
+void BM_Matmul_Paired(benchmark::State& state) {
+  Device* device = opencl();
+  if (device == nullptr) return state.SkipWithError("no opencl device");
+  const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
+  MatmulOn on_opencl(*device, m, n, k);
+  MatmulOn on_cpu(cpu(), m, n, k);
+  std::vector<std::vector<double>> seconds =
+      interleave(state, {[&] { on_opencl.run(); }, [&] { on_cpu.run(); }});
+  const double flops = 2.0 * double(m) * double(n) * double(k) / 1e9;
+  const double ocl = median(rates(seconds[0], flops));
+  const double blas = median(rates(seconds[1], flops));
+  state.counters["opencl_GFLOP/s"] = ocl;
+  state.counters["cpu_GFLOP/s"] = blas;
+  state.counters["ratio"] = ocl / blas;
+}
+BENCHMARK(BM_Matmul_Paired)
+    ->ArgNames({"m", "n", "k"})
+    ->Args({1024, 1024, 1024})
+    ->Args({1000, 1000, 1000})
+    ->Args({512, 512, 512})
+    ->Iterations(10)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 void add_on(benchmark::State& state, Device* device) {
   if (device == nullptr) return state.SkipWithError("no such device");

@@ -39,7 +39,7 @@ class ProgramCache {
   // the (source, dtype) pair, so that a kernel already built is found without
   // building strings: this runs on every operator call. Throws with the build
   // log on failure.
-  static constexpr size_t kSlots = 128;  // 8 sources x 16 dtype bits
+  static constexpr size_t kSlots = 144;  // 9 sources x 16 dtype bits
   KernelSlot& kernel(size_t slot, const char* source_name, const char* source, const char* tag,
                      const char* name);
   // The same for a name with a fixed |id| (< kRefs, see kernels/kernel.h's

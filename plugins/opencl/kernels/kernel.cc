@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "oar_cl/elementwise_cl.h"
+#include "oar_cl/gemm_cl.h"
 #include "oar_cl/grad_cl.h"
 #include "oar_cl/layout_v2_cl.h"
 #include "oar_cl/math_v2_cl.h"
@@ -102,6 +103,8 @@ SourceInfo source_info(Source source) {
       return {"layout_v2", kClLayoutV2Source};
     case Source::kMathV2:
       return {"math_v2", kClMathV2Source};
+    case Source::kGemm:  // kernels/gemm.cc adds the device's tile shape
+      return {"gemm", kClGemmSource};
   }
   return {"", ""};
 }
@@ -274,6 +277,7 @@ void OpenclPlugin::register_kernels(const oar_kernel_registrar_t* registrar) {
   register_layout_kernels(kernels);
   register_reduction_kernels(kernels);
   register_nn_kernels(kernels);
+  register_gemm_kernels(kernels);
   register_grad_kernels(kernels);
   register_nn_grad_kernels(kernels);
   register_optimizer_kernels(kernels);

@@ -53,6 +53,7 @@ enum class Source {
   kOptimizer,
   kLayoutV2,
   kMathV2,
+  kGemm,
 };
 
 // The tag kernels/common.cl names |dtype| by ("f32").
@@ -169,6 +170,7 @@ void register_nn_grad_kernels(const oar::sdk::KernelRegistrar& registrar);
 void register_optimizer_kernels(const oar::sdk::KernelRegistrar& registrar);
 void register_layout_v2_kernels(const oar::sdk::KernelRegistrar& registrar);
 void register_math_v2_kernels(const oar::sdk::KernelRegistrar& registrar);
+void register_gemm_kernels(const oar::sdk::KernelRegistrar& registrar);  // matmul
 
 // kernels/layout.cc: copies |from| into |to| (same shape; any strides on both
 // sides) with the copy kernel; transpose, slice and concat are such copies.

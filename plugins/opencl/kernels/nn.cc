@@ -8,20 +8,6 @@
 namespace oar::opencl {
 namespace {
 
-constexpr size_t kTile = 16;  // TILE in nn.cl
-
-// Mirrors mm_t of kernels/nn.cl.
-struct Matmul {
-  int64_t m, n, k;
-  int64_t a_m, a_k, b_k, b_n;
-  int64_t batch_rank;
-  int64_t batch_shape[6];
-  int64_t a_batch[6];
-  int64_t b_batch[6];
-  int64_t a_offset, b_offset, y_offset;
-  int64_t row0, col0;
-};
-
 // Mirrors conv_t of kernels/nn.cl.
 struct Conv {
   int64_t n, c, h, w;
@@ -30,70 +16,6 @@ struct Conv {
   int64_t has_bias, count_include_pad;
   int64_t x_offset, w_offset, b_offset, y_offset;
 };
-
-void matmul_body(KernelContext& context) {
-  const View& a = context.inputs[0];
-  const View& b = context.inputs[1];
-  const View& y = context.outputs[0];
-  bool ta = context.attrs.get_bool("transpose_a");
-  bool tb = context.attrs.get_bool("transpose_b");
-  oar::sdk::require(a.ndim >= 2 && b.ndim >= 2 && y.ndim >= 2 && y.ndim - 2 <= 6,
-                    OAR_STATUS_INVALID_ARGUMENT, "matmul: operands need rank 2 to 8");
-  Matmul p{};
-  int ar = a.ndim, br = b.ndim, yr = y.ndim;
-  p.m = y.shape[yr - 2];
-  p.n = y.shape[yr - 1];
-  p.k = ta ? a.shape[ar - 2] : a.shape[ar - 1];
-  p.a_m = ta ? a.strides[ar - 1] : a.strides[ar - 2];
-  p.a_k = ta ? a.strides[ar - 2] : a.strides[ar - 1];
-  p.b_k = tb ? b.strides[br - 1] : b.strides[br - 2];
-  p.b_n = tb ? b.strides[br - 2] : b.strides[br - 1];
-  p.batch_rank = yr - 2;
-  int64_t batch = 1;
-  for (int d = 0; d < yr - 2; ++d) {
-    p.batch_shape[d] = y.shape[d];
-    batch *= y.shape[d];
-    int da = d - (yr - ar);
-    int db = d - (yr - br);
-    p.a_batch[d] = (da < 0 || a.shape[da] == 1) ? 0 : a.strides[da];
-    p.b_batch[d] = (db < 0 || b.shape[db] == 1) ? 0 : b.strides[db];
-  }
-  p.a_offset = int64_t(a.offset);
-  p.b_offset = int64_t(b.offset);
-  p.y_offset = int64_t(y.offset);
-  if (p.m == 0 || p.n == 0 || batch == 0) return;
-  // Whole 4x8 blocks through the register-blocked kernel where it applies;
-  // the tiled kernel computes everything else (rows and columns from
-  // row0/col0 on).
-  uint32_t bit = ops::dtype_bit(y.dtype);
-  bool blocked = (bit == ops::kF32 || bit == ops::kF64) && p.b_n == 1;
-  int64_t m4 = blocked ? p.m / 4 * 4 : 0;
-  int64_t n8 = blocked ? p.n / 8 * 8 : 0;
-  if (m4 > 0 && n8 > 0) {
-    size_t global[3] = {size_t(n8 / 8), size_t(m4 / 4), size_t(batch)};
-    context.launch_nd(Source::kNn, y.dtype, "matmul_blocked", 3, global, nullptr,
-                      {a.memory, b.memory, y.memory, p});
-  } else {
-    m4 = n8 = 0;
-  }
-  auto tiled = [&](int64_t row0, int64_t rows, int64_t col0, int64_t cols) {
-    if (rows <= 0 || cols <= 0) return;
-    Matmul q = p;
-    q.row0 = row0;
-    q.col0 = col0;
-    size_t global[3] = {(size_t(cols) + kTile - 1) / kTile * kTile,
-                        (size_t(rows) + kTile - 1) / kTile * kTile, size_t(batch)};
-    size_t local[3] = {kTile, kTile, 1};
-    context.launch_nd(Source::kNn, y.dtype, "matmul", 3, global, local,
-                      {a.memory, b.memory, y.memory, q});
-  };
-  if (m4 == 0 || n8 == 0) {
-    tiled(0, p.m, 0, p.n);
-    return;
-  }
-  tiled(0, p.m, n8, p.n - n8);  // the columns right of the blocks, every row
-  tiled(m4, p.m - m4, 0, n8);   // the rows below the blocks
-}
 
 void softmax_body(KernelContext& context) {
   const View& x = context.inputs[0];
@@ -302,7 +224,6 @@ void register_nn_kernels(const oar::sdk::KernelRegistrar& registrar) {
     cross_entropy.push_back({t, dtype::i32, t});
     cross_entropy.push_back({t, dtype::i64, t});
   }
-  register_op(registrar, "matmul", matmul_body, same(2));
   register_op(registrar, "softmax", softmax_body, same(1));
   register_op(registrar, "log_softmax", softmax_body, same(1));
   register_op(registrar, "layer_norm", norm_body, same(3));

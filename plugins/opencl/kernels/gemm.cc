@@ -1,0 +1,170 @@
+// matmul through the tiled GEMM of kernels/gemm.cl: the operands' strides,
+// batch broadcasting and transposes become mm_t; the tile shape is chosen per
+// device (CPU or GPU) and written as #defines before the kernel text, so each
+// device builds the kernel specialised for its shape (README.md, "matmul").
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+
+#include "kernels/kernel.h"
+#include "oar_cl/gemm_cl.h"
+#include "program.h"
+
+namespace oar::opencl {
+namespace {
+
+// Mirrors mm_t of kernels/gemm.cl.
+struct Matmul {
+  int64_t m, n, k;
+  int64_t a_m, a_k, b_k, b_n;
+  int64_t batch_rank;
+  int64_t batch_shape[6];
+  int64_t a_batch[6];
+  int64_t b_batch[6];
+  int64_t a_offset, b_offset, y_offset;
+};
+
+// The tile shape of gemm.cl: a work-group of lx x ly work-items, each with
+// tm rows of nv vectors of vw columns; k in steps of bk.
+struct Tiles {
+  int lx, ly, tm, nv, vw, bk;
+  int64_t rows() const { return int64_t(ly) * tm; }
+  int64_t cols() const { return int64_t(lx) * nv * vw; }
+};
+
+// CPU implementations (PoCL, measured on AVX-512; docs/performance.md): few
+// work-items, each with a 12 x 16 register tile (12 vector accumulators of
+// 16 floats), which the compiler keeps in registers for a whole k step.
+constexpr Tiles kCpuTiles{4, 4, 12, 1, 16, 32};
+// GPUs: 256 work-items with 4 x 4 register tiles of float4 columns, a 64 x 64
+// block and k steps of 16 (8 KiB of local memory for f32).
+constexpr Tiles kGpuTiles{16, 16, 4, 1, 4, 16};
+
+// OAR_OPENCL_GEMM="lx,ly,tm,nv,vw,bk" replaces the device's tile shape (for
+// tuning, and to run the GPU shape on a CPU device in tests). Malformed values
+// are logged and ignored.
+const Tiles* tiles_from_environment() {
+  static const Tiles* parsed = []() -> const Tiles* {
+    const char* text = secure_getenv("OAR_OPENCL_GEMM");
+    if (text == nullptr || *text == '\0') return nullptr;
+    Tiles t{};
+    char end = 0;
+    int n =
+        std::sscanf(text, "%d,%d,%d,%d,%d,%d%c", &t.lx, &t.ly, &t.tm, &t.nv, &t.vw, &t.bk, &end);
+    bool vw_ok = t.vw == 1 || t.vw == 2 || t.vw == 4 || t.vw == 8 || t.vw == 16;
+    bool ok = n == 6 && t.lx > 0 && t.ly > 0 && t.lx * t.ly <= 1024 && t.tm >= 1 && t.tm <= 16 &&
+              (t.nv == 1 || t.nv == 2) && vw_ok && t.bk >= t.vw && t.bk % t.vw == 0 && t.bk <= 256;
+    if (!ok) {
+      std::fprintf(stderr,
+                   "oar opencl: OAR_OPENCL_GEMM=\"%s\" ignored: want lx,ly,tm,nv,vw,bk with "
+                   "tm 1..16, nv 1 or 2, vw 1/2/4/8/16 dividing bk\n",
+                   text);
+      return nullptr;
+    }
+    return new Tiles(t);  // lives until exit
+  }();
+  return parsed;
+}
+
+// gemm.cl after the #defines of |t|; one text per shape, built once.
+const char* source_for(const Tiles& t) {
+  static std::mutex mutex;
+  static std::string texts[3];
+  static Tiles shapes[3];
+  static int count = 0;
+  std::lock_guard<std::mutex> lock(mutex);
+  for (int i = 0; i < count; ++i) {
+    const Tiles& s = shapes[i];
+    if (s.lx == t.lx && s.ly == t.ly && s.tm == t.tm && s.nv == t.nv && s.vw == t.vw &&
+        s.bk == t.bk) {
+      return texts[i].c_str();
+    }
+  }
+  if (count == 3) return texts[2].c_str();  // not reached: at most cpu, gpu, environment
+  char defines[256];
+  std::snprintf(defines, sizeof(defines),
+                "#define GEMM_LX %d\n#define GEMM_LY %d\n#define GEMM_TM %d\n#define GEMM_NV %d\n"
+                "#define GEMM_VW %d\n#define GEMM_BK %d\n#line 1\n",
+                t.lx, t.ly, t.tm, t.nv, t.vw, t.bk);
+  shapes[count] = t;
+  texts[count] = std::string(defines) + kClGemmSource;
+  return texts[count++].c_str();
+}
+
+const Tiles& tiles_of(const PhysicalDevice& device) {
+  const Tiles* forced = tiles_from_environment();
+  const Tiles& t = forced != nullptr                               ? *forced
+                   : device.properties.kind == OAR_DEVICE_KIND_CPU ? kCpuTiles
+                                                                   : kGpuTiles;
+  // A device with smaller work-groups gets the 16-work-item shape.
+  return size_t(t.lx) * size_t(t.ly) <= device.max_work_group_size ? t : kCpuTiles;
+}
+
+void matmul_body(KernelContext& context) {
+  const View& a = context.inputs[0];
+  const View& b = context.inputs[1];
+  const View& y = context.outputs[0];
+  bool ta = context.attrs.get_bool("transpose_a");
+  bool tb = context.attrs.get_bool("transpose_b");
+  oar::sdk::require(a.ndim >= 2 && b.ndim >= 2 && y.ndim >= 2 && y.ndim - 2 <= 6,
+                    OAR_STATUS_INVALID_ARGUMENT, "matmul: operands need rank 2 to 8");
+  Matmul p{};
+  int ar = a.ndim, br = b.ndim, yr = y.ndim;
+  p.m = y.shape[yr - 2];
+  p.n = y.shape[yr - 1];
+  p.k = ta ? a.shape[ar - 2] : a.shape[ar - 1];
+  p.a_m = ta ? a.strides[ar - 1] : a.strides[ar - 2];
+  p.a_k = ta ? a.strides[ar - 2] : a.strides[ar - 1];
+  p.b_k = tb ? b.strides[br - 1] : b.strides[br - 2];
+  p.b_n = tb ? b.strides[br - 2] : b.strides[br - 1];
+  p.batch_rank = yr - 2;
+  int64_t batch = 1;
+  for (int d = 0; d < yr - 2; ++d) {
+    p.batch_shape[d] = y.shape[d];
+    batch *= y.shape[d];
+    int da = d - (yr - ar);
+    int db = d - (yr - br);
+    p.a_batch[d] = (da < 0 || a.shape[da] == 1) ? 0 : a.strides[da];
+    p.b_batch[d] = (db < 0 || b.shape[db] == 1) ? 0 : b.strides[db];
+  }
+  p.a_offset = int64_t(a.offset);
+  p.b_offset = int64_t(b.offset);
+  p.y_offset = int64_t(y.offset);
+  if (p.m == 0 || p.n == 0 || batch == 0) return;
+
+  PhysicalDevice& device = context.device();
+  uint32_t bit = ops::dtype_bit(y.dtype);
+  if (bit == ops::kF64 && !device.fp64) {
+    throw oar::sdk::Error(OAR_STATUS_UNIMPLEMENTED,
+                          "matmul: the device has no cl_khr_fp64, so no f64 kernels");
+  }
+  const Tiles& t = tiles_of(device);
+  static const KernelRef gemm("gemm");
+  size_t slot = size_t(Source::kGemm) * 16 + size_t(__builtin_ctz(bit));
+  KernelSlot& kernel =
+      device.programs->kernel(slot, gemm.id, "gemm", source_for(t), dtype_tag(y.dtype), "gemm");
+  size_t global[3] = {size_t((p.n + t.cols() - 1) / t.cols()) * size_t(t.lx),
+                      size_t((p.m + t.rows() - 1) / t.rows()) * size_t(t.ly), size_t(batch)};
+  size_t local[3] = {size_t(t.lx), size_t(t.ly), 1};
+  // Arguments and enqueue under the kernel's lock: another stream may use the
+  // same cl_kernel, and enqueueing captures the arguments.
+  std::lock_guard<std::mutex> lock(kernel.mutex);
+  cl_mem memories[3] = {a.memory, b.memory, y.memory};
+  for (cl_uint i = 0; i < 3; ++i) {
+    check(cl().clSetKernelArg(kernel.kernel, i, sizeof(cl_mem), &memories[i]),
+          "clSetKernelArg(gemm)");
+  }
+  check(cl().clSetKernelArg(kernel.kernel, 3, sizeof(p), &p), "clSetKernelArg(gemm)");
+  check(cl().clEnqueueNDRangeKernel(context.call->stream->queue, kernel.kernel, 3, nullptr, global,
+                                    local, 0, nullptr, nullptr),
+        "clEnqueueNDRangeKernel(gemm)");
+}
+
+}  // namespace
+
+void register_gemm_kernels(const oar::sdk::KernelRegistrar& registrar) {
+  register_op(registrar, "matmul", matmul_body, same_signatures(ops::kFloats, 2, 1));
+}
+
+}  // namespace oar::opencl
