@@ -17,8 +17,10 @@
 // synchronize) and a block of as many MPI_Allreduce calls (ending with a
 // barrier), the order alternating between repetitions. A block's time is
 // the slowest rank's. Printed: the median block time of each, and the median
-// of the repetitions' ratios. --iters fixes the block length; by default it
-// shrinks with the size (200 operations at 8 B, 2 at 256 MiB).
+// of the repetitions' ratios; then the same for MPI_Iallreduce + MPI_Wait
+// (the nonblocking all-reduce OAR's engine starts and polls), so that OAR's
+// own cost shows apart from MPI's choice of algorithm. --iters fixes the block length; by default
+// it shrinks with the size (200 operations at 8 B, 2 at 256 MiB).
 #include <mpi.h>
 
 #include <algorithm>
@@ -116,10 +118,12 @@ int main(int argc, char** argv) {
           "load average %.2f %.2f %.2f\n",
           size, device.name().c_str(), comm.engine_name(), dtype_name.c_str(), op_name.c_str(),
           reps, load[0], load[1], load[2]);
-      std::printf("# %12s %12s %5s %5s | %10s %8s %8s | %10s %8s %8s | %6s\n", "size(B)", "count",
-                  "type", "redop", "oar(us)", "algbw", "busbw", "mpi(us)", "algbw", "busbw",
-                  "ratio");
-      std::printf("# times: medians of the repetitions; ratio: median of OAR busbw / MPI busbw\n");
+      std::printf("# %12s %12s %5s %5s | %10s %8s %8s | %10s %8s %8s | %6s | %10s %6s\n", "size(B)",
+                  "count", "type", "redop", "oar(us)", "algbw", "busbw", "mpi(us)", "algbw",
+                  "busbw", "ratio", "i-mpi(us)", "ratio");
+      std::printf(
+          "# times: medians of the repetitions; ratio: median of OAR busbw / MPI busbw; i-mpi: "
+          "MPI_Iallreduce + MPI_Wait, what OAR's engine calls\n");
     }
     const double ring = size > 1 ? 2.0 * (size - 1) / size : 1.0;
     for (uint64_t bytes = std::max<uint64_t>(min_bytes, es); bytes <= max_bytes; bytes *= 2) {
@@ -139,39 +143,56 @@ int main(int argc, char** argv) {
                         MPI_COMM_WORLD);
         }
       };
-      // Warm-up, then the repetitions.
+      // MPI's nonblocking all-reduce, awaited: what OAR's engine calls.
+      auto run_mpi_nonblocking = [&] {
+        for (int i = 0; i < block; ++i) {
+          MPI_Request request;
+          MPI_Iallreduce(host_send.data(), host_recv.data(), int(count), mpi_type, mpi_op,
+                         MPI_COMM_WORLD, &request);
+          MPI_Wait(&request, MPI_STATUS_IGNORE);
+        }
+      };
+      // Warm-up, then the repetitions, the three in rotation.
       run_oar();
       if (has_mpi) run_mpi();
-      std::vector<double> oar_times, mpi_times, ratios;
+      if (has_mpi) run_mpi_nonblocking();
+      std::vector<double> oar_times, mpi_times, nb_times, ratios, nb_ratios;
       for (int r = 0; r < reps; ++r) {
-        double t[2] = {0, 0};
-        for (int k = 0; k < 2; ++k) {
-          const bool oar_turn = (k == 0) == (r % 2 == 0);
-          if (!oar_turn && !has_mpi) continue;
+        double t[3] = {0, 0, 0};
+        for (int k = 0; k < 3; ++k) {
+          const int which = (k + r) % 3;
+          if (which > 0 && !has_mpi) continue;
           MPI_Barrier(MPI_COMM_WORLD);
           const double start = now_s();
-          if (oar_turn) {
+          if (which == 0) {
             run_oar();
-          } else {
+          } else if (which == 1) {
             run_mpi();
+          } else {
+            run_mpi_nonblocking();
           }
-          t[oar_turn ? 0 : 1] = (now_s() - start) / block;
+          t[which] = (now_s() - start) / block;
         }
-        double worst[2] = {0, 0};
-        MPI_Allreduce(t, worst, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        double worst[3] = {0, 0, 0};
+        MPI_Allreduce(t, worst, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
         oar_times.push_back(worst[0]);
         mpi_times.push_back(worst[1]);
+        nb_times.push_back(worst[2]);
         if (worst[1] > 0) ratios.push_back(worst[1] / worst[0]);  // busbw ratio
+        if (worst[2] > 0) nb_ratios.push_back(worst[2] / worst[0]);
       }
       if (rank == 0) {
         const double oar_s = median(oar_times);
         const double mpi_s = median(mpi_times);
         const double oar_algbw = bytes / oar_s / 1e9;
         const double mpi_algbw = mpi_s > 0 ? bytes / mpi_s / 1e9 : 0;
-        std::printf("  %12llu %12llu %5s %5s | %10.1f %8.3f %8.3f | %10.1f %8.3f %8.3f | %6.2f\n",
-                    (unsigned long long)bytes, (unsigned long long)count, dtype_name.c_str(),
-                    op_name.c_str(), oar_s * 1e6, oar_algbw, oar_algbw * ring, mpi_s * 1e6,
-                    mpi_algbw, mpi_algbw * ring, ratios.empty() ? 0.0 : median(ratios));
+        std::printf(
+            "  %12llu %12llu %5s %5s | %10.1f %8.3f %8.3f | %10.1f %8.3f %8.3f | %6.2f | %10.1f "
+            "%6.2f\n",
+            (unsigned long long)bytes, (unsigned long long)count, dtype_name.c_str(),
+            op_name.c_str(), oar_s * 1e6, oar_algbw, oar_algbw * ring, mpi_s * 1e6, mpi_algbw,
+            mpi_algbw * ring, ratios.empty() ? 0.0 : median(ratios), median(nb_times) * 1e6,
+            nb_ratios.empty() ? 0.0 : median(nb_ratios));
         std::fflush(stdout);
       }
     }

@@ -5,9 +5,9 @@
 //   collective_test --manifests DIR --plugins cpu,sim [--mode all|kill|abort]
 //
 // all:   every collective x reduction x dtype x size (0, 1, odd, prime, a few
-//        MiB) x in place / out of place against a plain reference computed
-//        from every rank's (deterministic) input, with guard bytes around
-//        each destination; groups and send/recv rings; argument errors.
+//        MiB; 20 MiB for all_reduce and all_gather) x in place / out of place against a plain
+//        reference computed from every rank's (deterministic) input, with guard bytes around each
+//        destination; groups and send/recv rings; argument errors.
 // kill:  the last rank kills itself (SIGKILL) during a large all_reduce; the
 //        others must end with an error naming it within 5 s
 //        ("SURVIVOR ... seconds=...", checked by check_kill.cmake).
@@ -286,6 +286,15 @@ void all_collectives(Ctx& c) {
         }
       }
     }
+  }
+  // Tens of MiB: 20 MiB of f32 per rank (hundreds of staging chunks at
+  // OAR_COMM_CHUNK_KB=64), all_reduce both ways and an all_gather.
+  if (!g_quick) {
+    const uint64_t large = (uint64_t(5) << 20) + 3;
+    for (bool in_place : {false, true}) {
+      run_case(c, Kind::kAllReduce, oar::dtype::f32, oar::ReduceOp::kSum, large, in_place);
+    }
+    run_case(c, Kind::kAllGather, oar::dtype::f32, oar::ReduceOp::kSum, large / 2, false);
   }
   for (Kind kind : {Kind::kBroadcast, Kind::kAllGather, Kind::kAllToAll}) {
     for (DLDataType t : moved) {
