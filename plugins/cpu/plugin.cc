@@ -12,12 +12,13 @@
 #include <vector>
 
 #include "cpu.h"
+#include "cpuinfo.h"
 
 namespace oar::cpu {
 namespace {
 
 // The value of the first "key : value" line of a /proc file whose key is one
-// of |keys|, or "" (the keys differ between x86-64 and aarch64).
+// of |keys|, or "".
 std::string proc_field(const char* path, std::initializer_list<const char*> keys) {
   std::ifstream file(path);
   std::string line;
@@ -58,10 +59,14 @@ uint64_t available_memory() {
 oar_device_properties_t host_properties() {
   oar_device_properties_t p{};
   p.struct_size = OAR_DEVICE_PROPERTIES_STRUCT_SIZE;
-  std::string model = proc_field("/proc/cpuinfo", {"model name", "Model", "cpu model"});
-  oar::sdk::copy_text(p.name, "CPU: " + (model.empty() ? std::string("unknown model") : model));
-  std::string vendor = proc_field("/proc/cpuinfo", {"vendor_id", "CPU implementer"});
-  oar::sdk::copy_text(p.vendor, vendor.empty() ? std::string("unknown") : vendor);
+#if defined(__aarch64__)
+  constexpr bool kAarch64 = true;
+#else
+  constexpr bool kAarch64 = false;
+#endif
+  CpuInfo cpu = host_cpuinfo();
+  oar::sdk::copy_text(p.name, device_name(cpu, kAarch64));
+  oar::sdk::copy_text(p.vendor, cpu.vendor.empty() ? std::string("unknown") : cpu.vendor);
   struct utsname uts {};
   oar::sdk::copy_text(p.driver_version, uname(&uts) == 0 ? uts.release : "unknown");
   p.kind = OAR_DEVICE_KIND_CPU;
@@ -70,6 +75,10 @@ oar_device_properties_t host_properties() {
   p.max_allocation_size = p.total_memory;
   p.min_alignment = 64;  // a cache line and an AVX-512 vector
   p.memory_kinds = OAR_MEMORY_KIND_DEVICE | OAR_MEMORY_KIND_HOST_PINNED | OAR_MEMORY_KIND_UNIFIED;
+  // Claims about kernels, not the hardware's arithmetic (docs/abi.md, "Dtype
+  // claims and kernels"): f16 and bf16 are computed in f32 and rounded once,
+  // so every x86-64 and aarch64 processor runs them, with or without fphp,
+  // asimdhp or bf16 (which the name shows on aarch64).
   p.dtypes = OAR_DTYPE_SUPPORT_F16 | OAR_DTYPE_SUPPORT_BF16 | OAR_DTYPE_SUPPORT_F64;
   p.features = OAR_DEVICE_FEATURE_TIMING_EVENTS | OAR_DEVICE_FEATURE_ASYNC_COPIES |
                OAR_DEVICE_FEATURE_HOST_CALLBACKS;
