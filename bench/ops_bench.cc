@@ -5,9 +5,14 @@
 #include <cblas.h>
 
 #include <cstring>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
 #include <vector>
 
 #include "bench/bench_util.h"
+#include "bench/interleave.h"
 #include "oar/ops.hpp"
 
 namespace oar::bench {
@@ -82,6 +87,144 @@ void BM_AddLargeOar(benchmark::State& state) {
   set_touched(state, 3.0 * kAddElements * sizeof(float));
 }
 BENCHMARK(BM_AddLargeOar)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// --- backward kernels against their forward kernels, interleaved (issue 14) ---
+//
+// One benchmark per pair: every iteration runs the forward and the backward
+// operator once each (ops::call with its output allocation, then a
+// synchronize), in alternating order, so both see the same machine state.
+// Counters: the median wall milliseconds of each and their ratio bwd / fwd.
+// Inputs are f32 in [0.5, 1.5) (pool and relu take their common branch).
+
+struct OpRun {
+  std::vector<Tensor> inputs;
+  std::vector<const Tensor*> pointers;
+  std::string op;
+  AttrList attrs;
+};
+
+std::vector<Tensor> random_inputs(Stream& stream, const std::vector<std::vector<int64_t>>& shapes,
+                                  unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(0.5f, 1.5f);
+  std::vector<Tensor> inputs;
+  for (const auto& shape : shapes) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    std::vector<float> host(static_cast<size_t>(n));
+    for (float& v : host) v = dist(rng);
+    inputs.push_back(Tensor::from_host(stream, host.data(), shape, dtype::f32));
+  }
+  stream.synchronize();
+  return inputs;
+}
+
+std::function<void()> op_runner(const std::string& op,
+                                const std::vector<std::vector<int64_t>>& shapes,
+                                const AttrList& attrs) {
+  Stream& stream = cpu().default_stream();
+  auto run = std::make_shared<OpRun>();
+  run->inputs = random_inputs(stream, shapes, 7);
+  for (const Tensor& t : run->inputs) run->pointers.push_back(&t);
+  run->op = op;
+  run->attrs = attrs;
+  return [run, &stream] {
+    std::vector<Tensor> out = ops::call(stream, run->op, run->pointers, run->attrs);
+    stream.synchronize();
+    benchmark::DoNotOptimize(out);
+  };
+}
+
+using Shapes = std::vector<std::vector<int64_t>>;
+
+void fwd_bwd(benchmark::State& state, const std::string& fwd, const Shapes& fwd_shapes,
+             const std::string& bwd, const Shapes& bwd_shapes, const AttrList& attrs,
+             const AttrList& bwd_attrs) {
+  auto f = op_runner(fwd, fwd_shapes, attrs);
+  auto b = op_runner(bwd, bwd_shapes, bwd_attrs.empty() ? attrs : bwd_attrs);
+  f();  // warm up: caches, the allocator's blocks, OpenMP and BLAS threads
+  b();
+  auto seconds = interleave(state, {f, b});
+  const double fwd_ms = median(seconds[0]) * 1e3, bwd_ms = median(seconds[1]) * 1e3;
+  state.counters["fwd_ms"] = fwd_ms;
+  state.counters["bwd_ms"] = bwd_ms;
+  state.counters["bwd/fwd"] = bwd_ms / fwd_ms;
+}
+
+const std::vector<int64_t> kFlat{1 << 20};
+const std::vector<int64_t> kRows{256, 1024};
+const std::vector<int64_t> kImage{8, 16, 64, 64};
+const std::vector<int64_t> kPooled{8, 16, 32, 32};
+
+#define OAR_FWD_BWD_PAIR(name, fwd, fwd_shapes, bwd, bwd_shapes, attrs, ...)         \
+  void BM_FwdBwd_##name(benchmark::State& state) {                                   \
+    fwd_bwd(state, fwd, fwd_shapes, bwd, bwd_shapes, attrs, AttrList() __VA_ARGS__); \
+  }                                                                                  \
+  BENCHMARK(BM_FwdBwd_##name)->Iterations(40)->Unit(benchmark::kMillisecond)->UseRealTime()
+
+OAR_FWD_BWD_PAIR(relu, "relu", (Shapes{kFlat}), "relu_grad", (Shapes{kFlat, kFlat}), AttrList());
+OAR_FWD_BWD_PAIR(sigmoid, "sigmoid", (Shapes{kFlat}), "sigmoid_grad", (Shapes{kFlat, kFlat}),
+                 AttrList());
+OAR_FWD_BWD_PAIR(tanh, "tanh", (Shapes{kFlat}), "tanh_grad", (Shapes{kFlat, kFlat}), AttrList());
+OAR_FWD_BWD_PAIR(silu, "silu", (Shapes{kFlat}), "silu_grad", (Shapes{kFlat, kFlat}), AttrList());
+OAR_FWD_BWD_PAIR(gelu, "gelu", (Shapes{kFlat}), "gelu_grad", (Shapes{kFlat, kFlat}), AttrList());
+OAR_FWD_BWD_PAIR(softmax, "softmax", (Shapes{kRows}), "softmax_grad", (Shapes{kRows, kRows}),
+                 AttrList());
+OAR_FWD_BWD_PAIR(log_softmax, "log_softmax", (Shapes{kRows}), "log_softmax_grad",
+                 (Shapes{kRows, kRows}), AttrList());
+OAR_FWD_BWD_PAIR(layer_norm, "layer_norm", (Shapes{kRows, {1024}, {1024}}), "layer_norm_grad",
+                 (Shapes{kRows, kRows, {1024}}), AttrList());
+OAR_FWD_BWD_PAIR(rms_norm, "rms_norm", (Shapes{kRows, {1024}}), "rms_norm_grad",
+                 (Shapes{kRows, kRows, {1024}}), AttrList());
+OAR_FWD_BWD_PAIR(max_pool2d, "max_pool2d", (Shapes{kImage}), "max_pool2d_grad",
+                 (Shapes{kPooled, kImage}),
+                 AttrList().add("kernel_size", std::vector<int64_t>{2, 2}));
+OAR_FWD_BWD_PAIR(avg_pool2d, "avg_pool2d", (Shapes{kImage}), "avg_pool2d_grad",
+                 (Shapes{kPooled, kImage}),
+                 AttrList().add("kernel_size", std::vector<int64_t>{2, 2}));
+// Not a pair but the floor for relu's: neg (reads one tensor, writes one, like
+// relu) against add (reads two, writes one, like relu_grad), both pure streams.
+OAR_FWD_BWD_PAIR(stream_floor, "neg", (Shapes{kFlat}), "add", (Shapes{kFlat, kFlat}), AttrList());
+// conv2d x [8, 16, 32, 32], weight [32, 16, 3, 3] -> y [8, 32, 30, 30]; each
+// gradient is a convolution of the same arithmetic (2 N C K H W KH KW flops).
+OAR_FWD_BWD_PAIR(conv2d_input, "conv2d", (Shapes{{8, 16, 32, 32}, {32, 16, 3, 3}}),
+                 "conv2d_grad_input", (Shapes{{8, 32, 30, 30}, {32, 16, 3, 3}}), AttrList(),
+                 .add("input_size", std::vector<int64_t>{32, 32}));
+OAR_FWD_BWD_PAIR(conv2d_weight, "conv2d", (Shapes{{8, 16, 32, 32}, {32, 16, 3, 3}}),
+                 "conv2d_grad_weight", (Shapes{{8, 32, 30, 30}, {8, 16, 32, 32}}), AttrList(),
+                 .add("kernel_size", std::vector<int64_t>{3, 3}));
+
+// --- the operator set that issue 18 compares with PaddlePaddle's CPU kernels ---
+//
+// The same shapes as the Paddle comparison (docs/performance.md), f32, one
+// ops::call and a synchronize per iteration, wall time.
+
+void oar_op(benchmark::State& state, const std::string& op, const Shapes& shapes,
+            const AttrList& attrs, double flops) {
+  auto run = op_runner(op, shapes, attrs);
+  run();
+  for (auto _ : state) run();
+  if (flops > 0) set_flops(state, flops);
+}
+
+#define OAR_CPU_OP(name, op, shapes, attrs, flops)                                           \
+  void BM_CpuOp_##name(benchmark::State& state) { oar_op(state, op, shapes, attrs, flops); } \
+  BENCHMARK(BM_CpuOp_##name)->Unit(benchmark::kMillisecond)->UseRealTime()
+
+OAR_CPU_OP(matmul_1024, "matmul", (Shapes{{1024, 1024}, {1024, 1024}}), AttrList(),
+           2.0 * 1024 * 1024 * 1024);
+OAR_CPU_OP(softmax_4096x1024, "softmax", (Shapes{{4096, 1024}}), AttrList(), 0);
+OAR_CPU_OP(layer_norm_4096x1024, "layer_norm", (Shapes{{4096, 1024}, {1024}, {1024}}), AttrList(),
+           0);
+OAR_CPU_OP(gelu_16Mi, "gelu", (Shapes{{16 << 20}}), AttrList(), 0);
+OAR_CPU_OP(add_16Mi, "add", (Shapes{{16 << 20}, {16 << 20}}), AttrList(), 0);
+OAR_CPU_OP(sum_rows_4096x4096, "sum", (Shapes{{4096, 4096}}),
+           AttrList().add("axes", std::vector<int64_t>{1}), 0);
+OAR_CPU_OP(conv2d_32x64x56x56_k3, "conv2d", (Shapes{{32, 64, 56, 56}, {64, 64, 3, 3}}),
+           AttrList().add("padding", std::vector<int64_t>{1, 1}), 2.0 * 32 * 64 * 56 * 56 * 64 * 9);
+OAR_CPU_OP(attention_8x16x512x64, "scaled_dot_product_attention",
+           (Shapes{{8, 16, 512, 64}, {8, 16, 512, 64}, {8, 16, 512, 64}}), AttrList(),
+           4.0 * 8 * 16 * 512 * 512 * 64);
 
 }  // namespace
 }  // namespace oar::bench

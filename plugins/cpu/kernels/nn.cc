@@ -12,6 +12,7 @@
 
 #include "kernels/blas.h"
 #include "kernels/kernel.h"
+#include "kernels/vmath.h"
 
 namespace oar::cpu {
 namespace {
@@ -50,11 +51,18 @@ void matmul_run(View a, View b, View y, MatmulShape s) {
   const F* pb = to_blas(b.ptr<T>(), b.numel(), b_buffer);
   F* py = blas_output(y.ptr<T>(), y.numel(), y_buffer);
   if (s.fold) {
-    gemm(false, s.tb, s.batch * s.m, s.n, s.k, F(1), pa, pb, F(0), py);
-  } else {
+    parallel_gemm(false, s.tb, s.batch * s.m, s.n, s.k, F(1), pa, pb, F(0), py);
+  } else if (s.batch >= omp_get_max_threads() && s.batch * s.m * s.n * s.k >= kParallelGemm) {
+    // One matrix per thread at a time.
+#pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < s.batch; ++i) {
       gemm(s.ta, s.tb, s.m, s.n, s.k, F(1), pa + batch_offset(a, y, i), pb + batch_offset(b, y, i),
            F(0), py + i * s.m * s.n);
+    }
+  } else {
+    for (int64_t i = 0; i < s.batch; ++i) {
+      parallel_gemm(s.ta, s.tb, s.m, s.n, s.k, F(1), pa + batch_offset(a, y, i),
+                    pb + batch_offset(b, y, i), F(0), py + i * s.m * s.n);
     }
   }
   from_blas(py, y.ptr<T>(), y.numel());
@@ -130,6 +138,15 @@ void softmax_kernel(KernelContext& context) {
     launch(context.call, [=] {
       const T* px = x.ptr<T>();
       T* py = y.ptr<T>();
+      if constexpr (std::is_same_v<T, float>) {
+        if (inner == 1) {  // contiguous rows: the vectorized row
+#pragma omp parallel for if (lines * n > kParallelWork) schedule(static)
+          for (int64_t line = 0; line < lines; ++line) {
+            softmax_row_f32(px + line * n, py + line * n, n, log);
+          }
+          return;
+        }
+      }
 #pragma omp parallel for if (lines * n > kParallelWork)
       for (int64_t line = 0; line < lines; ++line) {
         int64_t base = line / inner * n * inner + line % inner;
@@ -207,9 +224,11 @@ void norm_run(View x, View weight, View bias, View y, double eps, bool rms) {
     T* out = y.ptr<T>() + r * d;
     double mean = 0, var = 0;
     if (!rms) {
+#pragma omp simd reduction(+ : mean)
       for (int64_t j = 0; j < d; ++j) mean += load(in + j);
       mean /= double(d);
     }
+#pragma omp simd reduction(+ : var)
     for (int64_t j = 0; j < d; ++j) {
       double centered = load(in + j) - mean;
       var += centered * centered;
@@ -279,10 +298,11 @@ Window window_of(const View& x, const View& y, std::array<int64_t, 2> kernel,
 }
 
 // col[(c, i, j), (oh, ow)] = x[c, oh * sh - ph + i * dh, ow * sw - pw + j * dw], 0 outside.
+// Shared out across OpenMP's threads unless called inside a parallel region.
 template <typename F>
 void im2col(const F* x, const Window& s, int64_t channels, F* col) {
   int64_t kh = s.kernel[0], kw = s.kernel[1], rows = channels * kh * kw, plane = s.oh * s.ow;
-#pragma omp parallel for if (rows * plane > kParallelWork)
+#pragma omp parallel for if (rows * plane > kParallelWork && !omp_in_parallel())
   for (int64_t r = 0; r < rows; ++r) {
     int64_t i = r / kw % kh, j = r % kw;
     const F* xc = x + r / (kh * kw) * s.h * s.w;
@@ -299,6 +319,9 @@ void im2col(const F* x, const Window& s, int64_t channels, F* col) {
 }
 
 // Per image and group: y_g [O/g, OH*OW] = w_g [O/g, C/g*kH*kW] x col [C/g*kH*kW, OH*OW].
+// With at least as many (image, group) pairs as threads, each thread takes
+// whole pairs (its own col matrix, a one-thread GEMM); else the pairs run in
+// turn with im2col and the GEMM shared out.
 template <typename T>
 void conv_run(View x, View weight, View bias, View y, Window s) {
   using F = blas_t<T>;
@@ -311,13 +334,29 @@ void conv_run(View x, View weight, View bias, View y, Window s) {
   // A 1x1 kernel with unit stride and no padding reads x as its own col matrix.
   bool direct = depth == cg && s.stride == std::array<int64_t, 2>{1, 1} &&
                 s.padding == std::array<int64_t, 2>{0, 0};
-  if (!direct) col.resize(size_t(depth * plane));
-  for (int64_t n = 0; n < s.n; ++n) {
-    for (int64_t g = 0; g < s.groups; ++g) {
+  const int64_t pairs = s.n * s.groups, threads = omp_get_max_threads();
+  const bool per_thread =
+      threads > 1 && pairs >= threads && pairs * og * plane * depth >= kParallelGemm;
+  if (!direct) col.resize(size_t((per_thread ? threads : 1) * depth * plane));
+  if (per_thread) {
+    F* cols = col.data();
+#pragma omp parallel for num_threads(int(threads)) schedule(static)
+    for (int64_t pair = 0; pair < pairs; ++pair) {
+      const int64_t n = pair / s.groups, g = pair % s.groups;
       const F* xg = px + (n * s.c + g * cg) * s.h * s.w;
-      if (!direct) im2col(xg, s, cg, col.data());
-      gemm(false, false, og, plane, depth, F(1), pw + g * og * depth, direct ? xg : col.data(),
-           F(0), py + (n * s.o + g * og) * plane);
+      F* mine = direct ? nullptr : cols + omp_get_thread_num() * depth * plane;
+      if (!direct) im2col(xg, s, cg, mine);
+      gemm(false, false, og, plane, depth, F(1), pw + g * og * depth, direct ? xg : mine, F(0),
+           py + (n * s.o + g * og) * plane);
+    }
+  } else {
+    for (int64_t n = 0; n < s.n; ++n) {
+      for (int64_t g = 0; g < s.groups; ++g) {
+        const F* xg = px + (n * s.c + g * cg) * s.h * s.w;
+        if (!direct) im2col(xg, s, cg, col.data());
+        parallel_gemm(false, false, og, plane, depth, F(1), pw + g * og * depth,
+                      direct ? xg : col.data(), F(0), py + (n * s.o + g * og) * plane);
+      }
     }
   }
   if (bias.data != nullptr) {
@@ -395,29 +434,61 @@ struct Attention {
   int64_t shift;  // a causal row i sees keys j <= i + shift
 };
 
-// Per batch item: scores = q k^T * scale (gemm), a masked softmax per row,
-// y = scores v (gemm). With |causal|, row i sees keys j <= i + shift (lk - lq
-// bottom-right aligned, 0 top-left); a row that sees none gives zeros.
+// A masked softmax of each of |rows| rows of |width| scores, row r seeing
+// its first |seen(r)| (the rest set to 0).
+template <typename F, typename Seen>
+void attention_softmax(F* scores, int64_t rows, int64_t width, Seen&& seen) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t visible = seen(r);
+    F* row = scores + r * width;
+    if constexpr (std::is_same_v<F, float>) {
+      softmax_row_f32(row, row, visible, false);
+    } else {
+      softmax_line(row, row, visible, 1, false);
+    }
+    std::fill(row + visible, row + width, F(0));
+  }
+}
+
+// Per batch item and block of queries (in parallel, one block per thread at
+// a time): scores = q_block k^T * scale (gemm), a masked softmax per row,
+// y_block = scores v (gemm). A block's scores are at most kAttentionScores
+// elements, so they stay in the core's cache between the two GEMMs, and a
+// causal block only computes the keys its last row sees. With |causal|, row
+// i sees keys j <= i + shift (lk - lq bottom-right aligned, 0 top-left); a
+// row that sees none gives zeros.
+constexpr int64_t kAttentionScores = int64_t(1) << 17;
+
 template <typename T>
 void attention_run(View q, View k, View v, View y, Attention s) {
   using F = blas_t<T>;
-  std::vector<F> q_buffer, k_buffer, v_buffer, y_buffer, scores(static_cast<size_t>(s.lq * s.lk));
+  std::vector<F> q_buffer, k_buffer, v_buffer, y_buffer;
   const F* pq = to_blas(q.ptr<T>(), q.numel(), q_buffer);
   const F* pk = to_blas(k.ptr<T>(), k.numel(), k_buffer);
   const F* pv = to_blas(v.ptr<T>(), v.numel(), v_buffer);
   F* py = blas_output(y.ptr<T>(), y.numel(), y_buffer);
-  for (int64_t b = 0; b < s.batch; ++b) {
-    gemm(false, true, s.lq, s.lk, s.d, F(s.scale), pq + b * s.lq * s.d, pk + b * s.lk * s.d, F(0),
-         scores.data());
-    F* p = scores.data();
-#pragma omp parallel for if (s.lq * s.lk > kParallelWork)
-    for (int64_t i = 0; i < s.lq; ++i) {
-      int64_t seen = s.causal ? std::clamp<int64_t>(i + s.shift + 1, 0, s.lk) : s.lk;
-      F* row = p + i * s.lk;
-      softmax_line(row, row, seen, 1, false);
-      std::fill(row + seen, row + s.lk, F(0));
-    }
-    gemm(false, false, s.lq, s.dv, s.lk, F(1), p, pv + b * s.lk * s.dv, F(0), py + b * s.lq * s.dv);
+  const int64_t block = std::clamp<int64_t>(kAttentionScores / std::max<int64_t>(s.lk, 1), 16,
+                                            std::max<int64_t>(s.lq, 1));
+  const int64_t blocks = (s.lq + block - 1) / block, items = s.batch * blocks;
+  const int64_t threads = omp_get_max_threads();
+  std::vector<F> scores(size_t(threads * block * s.lk));
+  F* all_scores = scores.data();
+#pragma omp parallel for num_threads(int(threads)) \
+    schedule(dynamic) if (items > 1 && s.lq * s.lk * (s.d + s.dv) > kParallelWork)
+  for (int64_t item = 0; item < items; ++item) {
+    const int64_t b = item / blocks, i0 = item % blocks * block;
+    const int64_t rows = std::min(s.lq, i0 + block) - i0;
+    // The keys the block's last row sees (all of them without |causal|).
+    const int64_t keys = s.causal ? std::clamp<int64_t>(i0 + rows + s.shift, 0, s.lk) : s.lk;
+    F* p = all_scores + omp_get_thread_num() * block * s.lk;
+    F* out = py + (b * s.lq + i0) * s.dv;
+    gemm_ld(false, true, rows, keys, s.d, F(s.scale), pq + (b * s.lq + i0) * s.d, s.d,
+            pk + b * s.lk * s.d, s.d, F(0), p, keys);
+    attention_softmax(p, rows, keys, [&](int64_t r) {
+      return s.causal ? std::clamp<int64_t>(i0 + r + s.shift + 1, 0, s.lk) : s.lk;
+    });
+    gemm_ld(false, false, rows, s.dv, keys, F(1), p, keys, pv + b * s.lk * s.dv, s.dv, F(0), out,
+            s.dv);
   }
   from_blas(py, y.ptr<T>(), y.numel());
 }

@@ -36,12 +36,14 @@ void norm_grad_run(View dy, View x, View weight, View dx, View dweight, View dbi
       const T* gr = dy.ptr<T>() + r * d;
       double m = 0;
       if constexpr (!rms) {
+#pragma omp simd reduction(+ : m)
         for (int64_t j = 0; j < d; ++j) m += load(xr + j);
         m /= double(d);
       }
       // The variance and both row sums of dx in one pass (they need only m):
       // sum(g (x - m)) s is sum(g xhat).
       double var = 0, mean_g = 0, mean_gx = 0;
+#pragma omp simd reduction(+ : var, mean_g, mean_gx)
       for (int64_t j = 0; j < d; ++j) {
         const double centered = load(xr + j) - m, g = double(load(gr + j)) * load(w + j);
         var += centered * centered;
@@ -190,10 +192,11 @@ ConvGrad conv_grad_of(const View& x_like, const View& w_like, const View& dy,
 // Row r = (c, p, q) of the [C/g * kH * kW, OH * OW] column matrix of one image
 // and group: for each output position, x's offset in the [C/g, H, W] planes
 // (or -1 where the tap reads padding). |visit(row, col, offset)|.
+// Shared out across OpenMP's threads unless called inside a parallel region.
 template <typename F>
 void for_each_tap(const ConvGrad& s, int64_t channels, F&& visit) {
   const int64_t rows = channels * s.kh * s.kw;
-#pragma omp parallel for if (rows * s.oh * s.ow > kParallelWork)
+#pragma omp parallel for if (rows * s.oh * s.ow > kParallelWork && !omp_in_parallel())
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t c = r / (s.kh * s.kw), p = r / s.kw % s.kh, q = r % s.kw;
     for (int64_t oh = 0; oh < s.oh; ++oh) {
@@ -207,72 +210,114 @@ void for_each_tap(const ConvGrad& s, int64_t channels, F&& visit) {
   }
 }
 
-// Per image and group: col [C/g*kH*kW, OH*OW] = w_g^T [C/g*kH*kW, O/g] dy_g
-// [O/g, OH*OW] (sgemm/dgemm, the forward's arithmetic transposed), then each
-// column entry added back to the x position it was read from (col2im). A
-// row of col only touches its own channel plane, so the add runs per channel.
-template <typename T>
-void conv_grad_input_run(View dy, View weight, View dx, ConvGrad s) {
-  using F = blas_t<T>;
-  const int64_t cg = s.c / s.groups, og = s.o / s.groups, depth = cg * s.kh * s.kw;
+// The (image, group) pairs of a convolution gradient: with at least as many
+// pairs (or chunks) as threads, each thread takes whole ones with its own
+// scratch and one-thread GEMMs, in one parallel region; else they run in
+// turn with the GEMM and the loops shared out (parallel_gemm, im2col and
+// col2im check omp_in_parallel).
+inline bool per_thread_work(int64_t units, int64_t multiply_adds) {
+  const int64_t threads = omp_get_max_threads();
+  return threads > 1 && units >= threads && multiply_adds >= kParallelGemm;
+}
+
+// out [C/g, H, W] = the sum of every column entry at the x position it was
+// read from (col2im). A row of col only touches its own channel plane, so the
+// add runs per channel.
+template <typename F>
+void col2im_add(const ConvGrad& s, int64_t channels, const F* col, F* out_planes) {
   const int64_t plane = s.oh * s.ow, taps = s.kh * s.kw;
-  std::vector<F> g_buffer, w_buffer, col(size_t(depth * plane)), acc(size_t(cg * s.h * s.w));
-  const F* pg = to_blas(dy.ptr<T>(), dy.numel(), g_buffer);
-  const F* pw = to_blas(weight.ptr<T>(), weight.numel(), w_buffer);
-  for (int64_t n = 0; n < s.n; ++n) {
-    for (int64_t g = 0; g < s.groups; ++g) {
-      gemm(true, false, depth, plane, og, F(1), pw + g * og * depth,
-           pg + (n * s.o + g * og) * plane, F(0), col.data());
-      const F* pc = col.data();
-      F* pa = acc.data();
-#pragma omp parallel for if (depth * plane > kParallelWork)
-      for (int64_t c = 0; c < cg; ++c) {
-        F* out = pa + c * s.h * s.w;
-        std::fill(out, out + s.h * s.w, F(0));
-        for (int64_t t = 0; t < taps; ++t) {
-          const int64_t p = t / s.kw, q = t % s.kw;
-          const F* in = pc + (c * taps + t) * plane;
-          for (int64_t oh = 0; oh < s.oh; ++oh) {
-            const int64_t h = oh * s.stride[0] - s.padding[0] + p * s.dilation[0];
-            if (h < 0 || h >= s.h) continue;
-            for (int64_t ow = 0; ow < s.ow; ++ow) {
-              const int64_t w = ow * s.stride[1] - s.padding[1] + q * s.dilation[1];
-              if (w >= 0 && w < s.w) out[h * s.w + w] += in[oh * s.ow + ow];
-            }
-          }
+#pragma omp parallel for if (channels * taps * plane > kParallelWork && !omp_in_parallel())
+  for (int64_t c = 0; c < channels; ++c) {
+    F* out = out_planes + c * s.h * s.w;
+    std::fill(out, out + s.h * s.w, F(0));
+    for (int64_t t = 0; t < taps; ++t) {
+      const int64_t p = t / s.kw, q = t % s.kw;
+      const F* in = col + (c * taps + t) * plane;
+      for (int64_t oh = 0; oh < s.oh; ++oh) {
+        const int64_t h = oh * s.stride[0] - s.padding[0] + p * s.dilation[0];
+        if (h < 0 || h >= s.h) continue;
+        for (int64_t ow = 0; ow < s.ow; ++ow) {
+          const int64_t w = ow * s.stride[1] - s.padding[1] + q * s.dilation[1];
+          if (w >= 0 && w < s.w) out[h * s.w + w] += in[oh * s.ow + ow];
         }
       }
-      T* dst = dx.ptr<T>() + (n * s.c + g * cg) * s.h * s.w;
-      const int64_t count = cg * s.h * s.w;
-#pragma omp parallel for if (count > kParallelWork)
-      for (int64_t i = 0; i < count; ++i) store(dst + i, pa[i]);
     }
   }
 }
 
-// Per image and group: dw_g [O/g, C/g*kH*kW] += dy_g [O/g, OH*OW] col^T, col
-// being x's im2col matrix as in the forward; summed over the images by BLAS.
+// Per image and group: col [C/g*kH*kW, OH*OW] = w_g^T [C/g*kH*kW, O/g] dy_g
+// [O/g, OH*OW] (sgemm/dgemm, the forward's arithmetic transposed), then
+// col2im into dx. Every pair writes its own part of dx.
+template <typename T>
+void conv_grad_input_run(View dy, View weight, View dx, ConvGrad s) {
+  using F = blas_t<T>;
+  const int64_t cg = s.c / s.groups, og = s.o / s.groups, depth = cg * s.kh * s.kw;
+  const int64_t plane = s.oh * s.ow, image = cg * s.h * s.w, pairs = s.n * s.groups;
+  const bool per_thread = per_thread_work(pairs, pairs * depth * plane * og);
+  const int64_t slots = per_thread ? omp_get_max_threads() : 1;
+  std::vector<F> g_buffer, w_buffer, col(size_t(slots * depth * plane)), acc(size_t(slots * image));
+  const F* pg = to_blas(dy.ptr<T>(), dy.numel(), g_buffer);
+  const F* pw = to_blas(weight.ptr<T>(), weight.numel(), w_buffer);
+  F* cols = col.data();
+  F* accs = acc.data();
+#pragma omp parallel for num_threads(int(slots)) schedule(static) if (per_thread)
+  for (int64_t pair = 0; pair < pairs; ++pair) {
+    const int64_t n = pair / s.groups, g = pair % s.groups;
+    const int64_t slot = per_thread ? omp_get_thread_num() : 0;
+    F* pc = cols + slot * depth * plane;
+    F* pa = accs + slot * image;
+    parallel_gemm(true, false, depth, plane, og, F(1), pw + g * og * depth,
+                  pg + (n * s.o + g * og) * plane, F(0), pc);
+    col2im_add(s, cg, pc, pa);
+    T* dst = dx.ptr<T>() + (n * s.c + g * cg) * s.h * s.w;
+    for (int64_t i = 0; i < image; ++i) store(dst + i, pa[i]);
+  }
+}
+
+// dw_g [O/g, C/g*kH*kW] = sum over the images of dy_g [O/g, OH*OW] col^T, col
+// being x's im2col matrix as in the forward. The images are split into a
+// fixed number of chunks (not one per thread, so the sums do not depend on
+// the thread count): each chunk sums its images into its own partial dw by
+// the GEMM's beta, then the partials are added in chunk order.
 template <typename T>
 void conv_grad_weight_run(View dy, View x, View dweight, ConvGrad s) {
   using F = blas_t<T>;
   const int64_t cg = s.c / s.groups, og = s.o / s.groups, depth = cg * s.kh * s.kw;
-  const int64_t plane = s.oh * s.ow;
-  std::vector<F> g_buffer, x_buffer, col(size_t(depth * plane)), acc(size_t(dweight.numel()));
+  const int64_t plane = s.oh * s.ow, size = dweight.numel();
+  // Up to 16 chunks, as long as their partials take at most 64 MiB.
+  const int64_t chunks = std::clamp<int64_t>(std::min<int64_t>(s.n, 16), 1,
+                                             (int64_t(16) << 20) / std::max<int64_t>(size, 1));
+  const bool per_thread = per_thread_work(chunks, s.n * s.o * depth * plane);
+  const int64_t slots = per_thread ? omp_get_max_threads() : 1;
+  std::vector<F> g_buffer, x_buffer, col(size_t(slots * depth * plane)),
+      partial(size_t(chunks * size));
   const F* pg = to_blas(dy.ptr<T>(), dy.numel(), g_buffer);
   const F* px = to_blas(x.ptr<T>(), x.numel(), x_buffer);
-  for (int64_t n = 0; n < s.n; ++n) {
-    for (int64_t g = 0; g < s.groups; ++g) {
-      const F* xg = px + (n * s.c + g * cg) * s.h * s.w;
-      F* pc = col.data();
-      for_each_tap(s, cg, [&](int64_t r, int64_t at, int64_t offset) {
-        pc[r * plane + at] = offset < 0 ? F(0) : xg[offset];
-      });
-      gemm(false, true, og, depth, plane, F(1), pg + (n * s.o + g * og) * plane, pc,
-           n == 0 ? F(0) : F(1), acc.data() + g * og * depth);
+  F* cols = col.data();
+  F* partials = partial.data();
+#pragma omp parallel for num_threads(int(slots)) schedule(static) if (per_thread)
+  for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+    F* pc = cols + (per_thread ? omp_get_thread_num() : 0) * depth * plane;
+    F* part = partials + chunk * size;
+    const int64_t first = chunk * s.n / chunks, last = (chunk + 1) * s.n / chunks;
+    for (int64_t n = first; n < last; ++n) {
+      for (int64_t g = 0; g < s.groups; ++g) {
+        const F* xg = px + (n * s.c + g * cg) * s.h * s.w;
+        for_each_tap(s, cg, [&](int64_t r, int64_t at, int64_t offset) {
+          pc[r * plane + at] = offset < 0 ? F(0) : xg[offset];
+        });
+        parallel_gemm(false, true, og, depth, plane, F(1), pg + (n * s.o + g * og) * plane, pc,
+                      n == first ? F(0) : F(1), part + g * og * depth);
+      }
     }
   }
   T* out = dweight.ptr<T>();
-  for (int64_t i = 0; i < dweight.numel(); ++i) store(out + i, acc[size_t(i)]);
+#pragma omp parallel for if (chunks * size > kParallelWork) schedule(static)
+  for (int64_t i = 0; i < size; ++i) {
+    F sum = partials[i];
+    for (int64_t chunk = 1; chunk < chunks; ++chunk) sum += partials[chunk * size + i];
+    store(out + i, sum);
+  }
 }
 
 void conv_grad_input_kernel(KernelContext& context) {
