@@ -32,6 +32,9 @@ packages=(
   # scripts/bench.sh's HTML report is checked in a headless browser (ctest
   # bench_report_renders_in_browser); about 80 MB download, 290 MB installed
   chromium
+  # scripts/test-arm.sh: the aarch64 cross compiler and qemu-aarch64, which runs
+  # its tests (the arm64 libraries: scripts/make-arm64-sysroot.sh)
+  g++-aarch64-linux-gnu qemu-user
 )
 
 sudo=""

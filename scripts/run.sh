@@ -10,3 +10,5 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build build -j "$(nproc)"
 ./build/bin/oar list
 cmake -DOAR_BIN=build/bin -DREPORT_ROOT=build/conformance -P scripts/certify_all.cmake
+echo "aarch64: scripts/test-arm.sh cross-builds OAR and certifies the cpu plugin under" \
+  "qemu-aarch64 (core profile, ~8 min; report in build-arm/conformance/cpu-aarch64/)"

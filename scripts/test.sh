@@ -6,6 +6,8 @@
 # here (PoCL, lavapipe) are uninstrumented LLVM JITs whose own allocations the
 # leak checker would report. Then the multi-threaded tests and the stress test
 # under ThreadSanitizer in build-tsan/ (core, cpu and sim plugins only).
+# Between the suite and the sanitizers, scripts/test-arm.sh: OAR for aarch64,
+# tested and certified under qemu-aarch64 in build-arm/.
 # Usage: scripts/test.sh [--no-asan]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,6 +16,10 @@ jobs=$(nproc)
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build build -j "$jobs"
 ctest --test-dir build --output-on-failure -j "$jobs" --timeout 300
+
+# aarch64: cross-built in build-arm/, its unit tests and oar-conform (core
+# profile) on the cpu plugin under qemu-aarch64.
+scripts/test-arm.sh
 
 if [ "${1:-}" != "--no-asan" ]; then
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DOAR_SANITIZE=address,undefined \
