@@ -586,6 +586,34 @@ TEST_F(ProfileTest, TrainingLoopsAreNeededByTheFullProfileOnly) {
             Verdict::kNotCertified);
 }
 
+// A run with the core's decompositions on certifies the primitives profile
+// only: a plugin without a kernel is never certified under core or full.
+TEST_F(ProfileTest, DecomposedRunCertifiesPrimitivesOnly) {
+  const Judgement best = judge(results_, properties_, ProfileRequest::kBest, false, true);
+  EXPECT_EQ(best.verdict, Verdict::kCertified) << best.headline();
+  ASSERT_TRUE(best.profile.has_value());
+  EXPECT_EQ(*best.profile, Profile::kPrimitives);
+  EXPECT_NE(best.headline().find("primitives profile"), std::string::npos) << best.headline();
+  EXPECT_NE(best.headline().find("every model"), std::string::npos) << best.headline();
+  for (ProfileRequest request : {ProfileRequest::kCore, ProfileRequest::kFull}) {
+    const Judgement kernels = judge(results_, properties_, request, false, true);
+    EXPECT_EQ(kernels.verdict, Verdict::kNotCertified) << kernels.headline();
+    EXPECT_NE(kernels.headline().find("decompose"), std::string::npos) << kernels.headline();
+  }
+  // Every pair of the full profile must run, and the training loops too.
+  mark_unsupported("logsumexp", "f16");
+  const Judgement gap = judge(results_, properties_, ProfileRequest::kPrimitives, false, true);
+  EXPECT_EQ(gap.verdict, Verdict::kNotCertified);
+  EXPECT_NE(gap.headline().find("primitives profile is not covered"), std::string::npos)
+      << gap.headline();
+  results_.erase(results_.begin() + 2);  // the training loop
+  for (TestResult& r : results_) {
+    if (r.op == "logsumexp") r.status = Status::kPassed, r.unsupported = false;
+  }
+  EXPECT_EQ(judge(results_, properties_, ProfileRequest::kPrimitives, false, true).verdict,
+            Verdict::kNotCertified);
+}
+
 TEST_F(ProfileTest, FilteredRunIsPartialNeverCertified) {
   const Judgement clean = judge(results_, properties_, ProfileRequest::kBest, true);
   EXPECT_EQ(clean.verdict, Verdict::kPartial);

@@ -47,7 +47,17 @@ std::string plural(size_t count, const char* noun) {
 
 }  // namespace
 
-const char* profile_name(Profile profile) { return profile == Profile::kCore ? "core" : "full"; }
+const char* profile_name(Profile profile) {
+  switch (profile) {
+    case Profile::kCore:
+      return "core";
+    case Profile::kPrimitives:
+      return "primitives";
+    case Profile::kFull:
+      break;
+  }
+  return "full";
+}
 
 // Why each is here: docs/conformance.md, "Profiles".
 const std::vector<CoreOperator>& core_operators() {
@@ -196,6 +206,8 @@ const char* profile_request_name(ProfileRequest request) {
       return "core";
     case ProfileRequest::kFull:
       return "full";
+    case ProfileRequest::kPrimitives:
+      return "primitives";
     case ProfileRequest::kBest:
       break;
   }
@@ -206,7 +218,8 @@ ProfileRequest parse_profile_request(const std::string& name) {
   if (name == "best") return ProfileRequest::kBest;
   if (name == "core") return ProfileRequest::kCore;
   if (name == "full") return ProfileRequest::kFull;
-  throw std::invalid_argument("unknown profile '" + name + "' (best, core or full)");
+  if (name == "primitives") return ProfileRequest::kPrimitives;
+  throw std::invalid_argument("unknown profile '" + name + "' (best, core, full or primitives)");
 }
 
 std::string Judgement::coverage_text(const Coverage& coverage) {
@@ -217,6 +230,12 @@ std::string Judgement::coverage_text(const Coverage& coverage) {
 std::string Judgement::headline() const {
   switch (verdict) {
     case Verdict::kCertified: {
+      if (*profile == Profile::kPrimitives) {
+        return fmt::format(
+            "CERTIFIED (primitives profile): every operator runs, natively or through the core's "
+            "decompositions into primitives, and every model: {}",
+            coverage_text(full));
+      }
       const Coverage& certified = *profile == Profile::kFull ? full : core;
       std::string text = fmt::format("CERTIFIED ({} profile): {}", profile_name(*profile),
                                      coverage_text(certified));
@@ -232,7 +251,7 @@ std::string Judgement::headline() const {
 }
 
 Judgement judge(const std::vector<TestResult>& results, const oar_device_properties_t& properties,
-                ProfileRequest request, bool partial) {
+                ProfileRequest request, bool partial, bool decompositions) {
   Judgement judgement;
   judgement.request = request;
   judgement.partial = partial;
@@ -277,7 +296,29 @@ Judgement judge(const std::vector<TestResult>& results, const oar_device_propert
   };
   const bool trained = training > 0 && training_excused.empty();
   std::optional<Profile> met;
-  if (request != ProfileRequest::kCore && judgement.full.complete() && trained) {
+  if (decompositions || request == ProfileRequest::kPrimitives) {
+    // What full asks, with operators that ran decomposed counting as run.
+    Coverage primitives = judgement.full;
+    primitives.profile = Profile::kPrimitives;
+    if (request == ProfileRequest::kCore || request == ProfileRequest::kFull) {
+      judgement.reasons.push_back(fmt::format(
+          "the {} profile certifies kernels, and this run let the core decompose operators "
+          "(OAR_DECOMPOSE is not 0); certify it without OAR_DECOMPOSE, or ask for --profile "
+          "primitives",
+          profile_request_name(request)));
+    } else if (!primitives.complete()) {
+      judgement.reasons.push_back(incomplete(primitives));
+    } else if (!trained) {
+      judgement.reasons.push_back(
+          training == 0
+              ? std::string("no training loop ran; the primitives profile needs them")
+              : fmt::format("{} of the training loops marked unsupported or known to "
+                            "fail (first: {}); the primitives profile needs them all",
+                            plural(training_excused.size(), "test"), training_excused.front()));
+    } else {
+      met = Profile::kPrimitives;
+    }
+  } else if (request != ProfileRequest::kCore && judgement.full.complete() && trained) {
     met = Profile::kFull;
   } else if (request != ProfileRequest::kFull && judgement.core.complete()) {
     met = Profile::kCore;

@@ -7,7 +7,12 @@
 // models, and every operator x dtype of the schema for the dtypes the device
 // claims. Both are computed from the schema (oar::ops::schemas()) and the
 // device's properties, never from what the suites registered, so that a suite
-// that forgets a pair cannot certify it.
+// that forgets a pair cannot certify it. The primitives profile asks what the
+// full profile asks, of a run in which the core may decompose operators the
+// plugin has no kernel for into primitives (docs/ops.md, "Primitives and
+// decompositions"): it certifies that every operator and every model runs on
+// the device, not that the plugin has every kernel. Core and full certify
+// kernels: a run with decompositions on certifies neither.
 //
 // An operator x dtype pair is covered when at least one of its tests passed
 // and none was failed, crashed, timed out, a known failure or unsupported by
@@ -25,8 +30,8 @@
 
 namespace oar::conformance {
 
-enum class Profile { kCore, kFull };
-// "core", "full".
+enum class Profile { kCore, kFull, kPrimitives };
+// "core", "full", "primitives".
 const char* profile_name(Profile profile);
 
 // An operator of the core profile and the dtypes it needs there
@@ -85,8 +90,9 @@ enum class Verdict { kCertified, kNotCertified, kPartial };
 const char* verdict_name(Verdict verdict);
 
 // What the run was asked to certify: the best profile it covers, or one.
-enum class ProfileRequest { kBest, kCore, kFull };
-// "best", "core", "full"; parse_profile_request throws std::invalid_argument.
+enum class ProfileRequest { kBest, kCore, kFull, kPrimitives };
+// "best", "core", "full", "primitives"; parse_profile_request throws
+// std::invalid_argument.
 const char* profile_request_name(ProfileRequest request);
 ProfileRequest parse_profile_request(const std::string& name);
 
@@ -109,8 +115,10 @@ struct Judgement {
 };
 
 // The verdict on |results| for a device of |properties|. |partial|: the tests
-// were narrowed by a filter.
+// were narrowed by a filter. |decompositions|: the core was allowed to run
+// operators through their decompositions (OAR_DECOMPOSE not 0): then only the
+// primitives profile can be certified (what best certifies then).
 Judgement judge(const std::vector<TestResult>& results, const oar_device_properties_t& properties,
-                ProfileRequest request, bool partial);
+                ProfileRequest request, bool partial, bool decompositions = false);
 
 }  // namespace oar::conformance

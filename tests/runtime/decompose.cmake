@@ -35,11 +35,13 @@ gtest_discover_tests(oar_decompose_test DISCOVERY_TIMEOUT 60)
 
 # The decompositions certified like kernels: oar-conform over the decomposed
 # operators, on the real cpu plugin with every decomposition forced
-# (OAR_DECOMPOSE=force) and on cpu_no_composites, where they are the fallback.
+# (OAR_DECOMPOSE=force) and on cpu_no_composites, where they are the fallback
+# (--profile primitives: other profiles certify kernels and switch them off).
 if(TARGET oar_conform)
   set(decomposed softmax log_softmax gelu silu sigmoid relu mean layer_norm rms_norm batch_norm
       cross_entropy scaled_dot_product_attention conv2d max_pool2d avg_pool2d reciprocal rsqrt gt ge
-      ne embedding index_select logical_not logical_and logical_or logical_xor bitwise_not clip)
+      ne embedding index_select logical_not logical_and logical_or logical_xor bitwise_not clip
+      pad flip tril triu expand one_hot logsumexp sort topk rotary_embedding matmul_w8)
   # The gradients and optimizer steps (gradients.cc, optimizers.cc).
   list(APPEND decomposed relu_grad sigmoid_grad tanh_grad silu_grad gelu_grad softmax_grad
        log_softmax_grad embedding_grad cross_entropy_grad rotary_embedding_grad layer_norm_grad
@@ -71,6 +73,7 @@ if(TARGET oar_conform)
         "-DFILTER=${filter}"
         -DEXPECTATIONS=${CMAKE_CURRENT_SOURCE_DIR}/decomposed_conformance.json
         -DEXPECT=clean
+        "-DEXTRA_ARGS=--profile|primitives"
         -P ${PROJECT_SOURCE_DIR}/tests/conformance/defects/check_report.cmake)
     set_tests_properties(conformance_certifies_decomposed_${variant} PROPERTIES TIMEOUT 600
                          RESOURCE_LOCK oar_conformance_memory)
@@ -78,3 +81,17 @@ if(TARGET oar_conform)
   set_tests_properties(conformance_certifies_decomposed_cpu_forced PROPERTIES
                        ENVIRONMENT "OAR_DECOMPOSE=force")
 endif()
+
+# samples/primitives_plugin: kernels for the 45 primitives only, on the vendor
+# sample's runtime, certified in the primitives profile: every operator runs
+# (natively or decomposed) and every model.
+oar_add_plugin(sample_primitives
+  SOURCES ${PROJECT_SOURCE_DIR}/samples/vendor_plugin/plugin.cc
+          ${PROJECT_SOURCE_DIR}/samples/primitives_plugin/kernels.cc
+  OUTPUT_DIR ${OAR_DECOMPOSE_PLUGIN_DIR}
+  MANIFEST_DIR ${OAR_DECOMPOSE_PLUGIN_DIR}
+  NO_INSTALL)
+target_include_directories(oar_plugin_sample_primitives PRIVATE
+                           ${PROJECT_SOURCE_DIR}/samples/vendor_plugin)
+target_compile_definitions(oar_plugin_sample_primitives PRIVATE
+  "SAMPLE_DTYPES=(OAR_DTYPE_SUPPORT_F16 | OAR_DTYPE_SUPPORT_BF16)")

@@ -80,6 +80,9 @@ struct Case {
   std::function<Tensor(Stream&, const std::vector<Tensor>&)> run;
 };
 
+// The cases of layout.cc and math.cc (decompose_layout_math_cases.h).
+void add_layout_and_math_cases(std::vector<Case>& c);
+
 std::vector<Case> cases() {
   std::vector<Case> c;
   auto unary = [&](const char* op, std::vector<Attr> attrs_storage = {}) {
@@ -314,8 +317,12 @@ std::vector<Case> cases() {
                                   {Attr("kernel_size", k), Attr("stride", st), Attr("padding", p),
                                    Attr("count_include_pad", false)})[0];
                }});
+  add_layout_and_math_cases(c);
   return c;
 }
+
+// Defines add_layout_and_math_cases() with the helpers above.
+#include "decompose_layout_math_cases.h"  // NOLINT(build/include)
 
 // f32 always; f16, bf16 and f64 where the device claims them.
 bool claimed(Device& device, DLDataType t) {

@@ -29,6 +29,8 @@ const Registry& registry() {
     add_normalization_decompositions(table);
     add_window_decompositions(table);
     add_elementwise_decompositions(table);
+    add_layout_decompositions(table);
+    add_math_decompositions(table);
     add_gradient_decompositions(table);
     add_optimizer_decompositions(table);
     Registry r;

@@ -133,6 +133,8 @@ void add_activation_decompositions(std::vector<Decomposition>& table);
 void add_normalization_decompositions(std::vector<Decomposition>& table);
 void add_window_decompositions(std::vector<Decomposition>& table);
 void add_elementwise_decompositions(std::vector<Decomposition>& table);
+void add_layout_decompositions(std::vector<Decomposition>& table);
+void add_math_decompositions(std::vector<Decomposition>& table);
 void add_gradient_decompositions(std::vector<Decomposition>& table);
 void add_optimizer_decompositions(std::vector<Decomposition>& table);
 
