@@ -25,6 +25,12 @@
 #include "oar/sdk/queue_streams.hpp"
 #include "sample.h"
 
+// The dtypes beyond f32, the ints and bool that the device claims
+// (samples/primitives_plugin builds this runtime claiming f16 and bf16).
+#ifndef SAMPLE_DTYPES
+#define SAMPLE_DTYPES 0
+#endif
+
 // The device handle; oar/handles.h declares it, the core never looks inside.
 // Streams and events are the SDK's (oar/sdk/queue_streams.hpp).
 struct oar_device_s {
@@ -79,7 +85,7 @@ class SamplePlugin : public sdk::QueueStreams {
     p.max_allocation_size = kMaxAllocation;
     p.min_alignment = kAlignment;
     p.memory_kinds = OAR_MEMORY_KIND_DEVICE;
-    p.dtypes = 0;  // f32, i32, i64 and bool only
+    p.dtypes = SAMPLE_DTYPES;  // beyond f32, the ints and bool (none unless a build says)
     p.features = OAR_DEVICE_FEATURE_TIMING_EVENTS | OAR_DEVICE_FEATURE_ASYNC_COPIES |
                  OAR_DEVICE_FEATURE_HOST_CALLBACKS;
     p.compute_units = 1;
