@@ -41,7 +41,8 @@ if(TARGET oar_conform)
   set(decomposed softmax log_softmax gelu silu sigmoid relu mean layer_norm rms_norm batch_norm
       cross_entropy scaled_dot_product_attention conv2d max_pool2d avg_pool2d reciprocal rsqrt gt ge
       ne embedding index_select logical_not logical_and logical_or logical_xor bitwise_not clip
-      pad flip tril triu expand one_hot logsumexp sort topk rotary_embedding matmul_w8)
+      pad flip tril triu expand one_hot logsumexp sort topk rotary_embedding matmul_w8 fmod
+      remainder)
   # The gradients and optimizer steps (gradients.cc, optimizers.cc).
   list(APPEND decomposed relu_grad sigmoid_grad tanh_grad silu_grad gelu_grad softmax_grad
        log_softmax_grad embedding_grad cross_entropy_grad rotary_embedding_grad layer_norm_grad

@@ -135,6 +135,27 @@ void add_layout_and_math_cases(std::vector<Case>& c) {
                                     {Attr("interleaved", interleaved)})[0];
                  }});
   }
+  for (const char* op : {"fmod", "remainder"}) {
+    for (bool integer : {false, true}) {
+      c.push_back({std::string(op) + (integer ? "_i64" : ""),
+                   [integer](Device& d, DLDataType t) {
+                     std::vector<double> a = random_values(48, -50, 50, 38),
+                                         b = random_values(8, -7, 7, 39);
+                     if (integer) {
+                       for (double& e : a) e = std::round(e);
+                       for (double& e : b) e = std::round(e);
+                       b[0] = 0, a[1] = -9223372036854775808.0, b[1] = -1;
+                       return std::vector<Tensor>{upload(d, a, {6, 8}, dtype::i64),
+                                                  upload(d, b, {8}, dtype::i64)};
+                     }
+                     a[0] = 1e4, b[0] = 0.3, a[2] = kInf, b[3] = 0, a[4] = -0.0, b[5] = kInf;
+                     return std::vector<Tensor>{upload(d, a, {6, 8}, t), upload(d, b, {8}, t)};
+                   },
+                   [op](Stream& s, const std::vector<Tensor>& in) {
+                     return ops::call(s, op, {&in[0], &in[1]})[0];
+                   }});
+    }
+  }
   c.push_back({"matmul_w8",
                [](Device& d, DLDataType t) {
                  std::vector<double> w = random_values(5 * 6, -127, 127, 35);

@@ -2,6 +2,7 @@
 // sort, topk, rotary_embedding, matmul_w8 (docs/ops.md, "Primitives and
 // decompositions"). Float inputs are computed in f32 (f16/bf16) or their own
 // type and rounded once more at the store.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -137,6 +138,125 @@ void matmul_w8(Graph& g) {
   g.finish(mul, {y, scale}, g.view(g.out(0), {m, n}));
 }
 
+// fmod by restoring division, exact at every step: with r = |a| and B = |b|,
+// for k from K down to 0, r -= B·2^k where B·2^k <= r (Sterbenz: r < 2·B·2^k
+// there, so the subtraction is exact); K covers the whole exponent range of
+// the dtype (a finite |a| < B·2^(K+1) for every B > 0). Floats are computed
+// in f32 for f16/bf16 (their fmod is exact there too), B·2^k by exact
+// multiplications by powers of two. Integers run on -|a| and -|b| (so that
+// INT_MIN has a magnitude), K = bits - 1, a step taken only where B·2^k does
+// not overflow. Returns fmod(a, b) in the compute type with C's special
+// values (b = 0: NaN for floats, 0 for integers).
+const DLTensor* fmod_of(Graph& g) {
+  OAR_OP(abs, "abs");
+  OAR_OP(neg, "neg");
+  OAR_OP(mul, "mul");
+  OAR_OP(sub, "sub");
+  OAR_OP(le, "le");
+  OAR_OP(lt, "lt");
+  OAR_OP(eq, "eq");
+  OAR_OP(where, "where");
+  OAR_OP(bitwise_and, "bitwise_and");
+  const DLTensor* a = g.widen(g.in(0));
+  const DLTensor* b = g.widen(g.in(1));
+  const DLDataType t = a->dtype;
+  const std::vector<int64_t> out(g.out(0)->shape, g.out(0)->shape + g.out(0)->ndim);
+  const std::vector<int64_t> b_shape(b->shape, b->shape + b->ndim);
+  const DLTensor* cond = g.empty(out, dtype::boolean);
+  const DLTensor* diff = g.empty(out, t);
+  const DLTensor* rs[2] = {g.empty(out, t), g.empty(out, t)};
+  const DLTensor* ts[2] = {g.empty(b_shape, t), g.empty(b_shape, t)};
+  const bool integer = t.code == kDLInt;
+  const DLTensor* zero = g.scalar(0.0, t);
+  const DLTensor* r = nullptr;
+  int steps = 0;
+  // r = where(cond, r - tk, r), into the other of two buffers.
+  auto step = [&](const DLTensor* tk, const DLTensor* take) {
+    g.call_into(sub, {r, tk}, diff);
+    const DLTensor* next = rs[steps++ & 1];
+    g.call_into(where, {take, diff, r}, next);
+    r = next;
+  };
+  if (integer) {
+    const int bits = t.bits;
+    auto negative_magnitude = [&](const DLTensor* x) {
+      return g.call(where, {g.call(lt, {x, zero}), x, g.call(neg, {x})});
+    };
+    r = negative_magnitude(a);
+    const DLTensor* big = negative_magnitude(b);  // -|b|
+    const DLTensor* valid = g.empty(b_shape, dtype::boolean);
+    const DLTensor* closer = g.empty(out, dtype::boolean);
+    for (int k = bits - 1; k >= 0; --k) {
+      // -|b|·2^k >= INT_MIN exactly when -|b| >= -2^(bits-1-k); at k = bits - 1
+      // the factor -2^(bits-1) gives -|b|·2^k for -|b| in {0, -1} (wrapping).
+      g.call_into(le, {g.scalar(-std::ldexp(1.0, bits - 1 - k), t), big}, valid);
+      const double factor = k == bits - 1 ? -std::ldexp(1.0, k) : std::ldexp(1.0, k);
+      g.call_into(mul, {big, g.scalar(factor, t)}, ts[0]);
+      g.call_into(le, {r, ts[0]}, closer);  // r <= -|b|·2^k <= 0
+      g.call_into(bitwise_and, {closer, valid}, cond);
+      step(ts[0], cond);
+    }
+    // -(|a| mod |b|) with a's sign restored; b = 0 gives 0.
+    const DLTensor* y = g.call(where, {g.call(lt, {a, zero}), r, g.call(neg, {r})});
+    return g.call(where, {g.call(eq, {b, zero}), zero, y});
+  }
+  const bool f64 = t.bits == 64;
+  const bool narrow = g.in(0)->dtype.bits == 16;
+  // K + 1 = log2(largest finite / smallest subnormal) of the input dtype.
+  const int top = narrow && g.in(0)->dtype == dtype::f16 ? 39 : f64 ? 2097 : 276;
+  const int chunk = f64 ? 1023 : 127;  // the largest power of two of the type
+  r = g.call(abs, {a});
+  const DLTensor* big = g.call(abs, {b});
+  std::vector<const DLTensor*> powers(size_t(chunk) + 1, nullptr);
+  auto power = [&](int e) {
+    if (powers[size_t(e)] == nullptr) powers[size_t(e)] = g.scalar(std::ldexp(1.0, e), t);
+    return powers[size_t(e)];
+  };
+  for (int k = top; k >= 0; --k) {
+    const DLTensor* tk = big;
+    int which = 0;
+    for (int rest = k; rest > 0; rest -= chunk) {
+      g.call_into(mul, {tk, power(std::min(rest, chunk))}, ts[which]);
+      tk = ts[which];
+      which ^= 1;
+    }
+    g.call_into(le, {tk, r}, cond);
+    step(tk, cond);
+  }
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  // a's sign back (a zero of a's sign for a = ±0), then C's special values.
+  const DLTensor* y = g.call(where, {g.call(lt, {a, zero}), g.call(neg, {r}), r});
+  y = g.call(where, {g.call(eq, {a, zero}), a, y});
+  y = g.call(where, {g.call(eq, {b, b}), y, b});
+  y = g.call(where, {g.call(eq, {big, zero}), g.scalar(nan, t), y});
+  return g.call(where, {g.call(eq, {g.call(abs, {a}), g.scalar(kInf, t)}), g.scalar(nan, t), y});
+}
+
+void fmod(Graph& g) {
+  OAR_OP(copy, "copy");
+  OAR_OP(cast, "cast");
+  const DLTensor* y = fmod_of(g);
+  g.call_into(y->dtype == g.out(0)->dtype ? copy : cast, {y}, g.out(0));
+}
+
+// remainder = fmod, plus b where it is nonzero and its sign differs from
+// b's; a zero result takes b's sign.
+void remainder(Graph& g) {
+  OAR_OP(lt, "lt");
+  OAR_OP(eq, "eq");
+  OAR_OP(add, "add");
+  OAR_OP(where, "where");
+  const DLTensor* r = fmod_of(g);
+  const DLTensor* b = g.widen(g.in(1));
+  const DLTensor* zero = g.scalar(0.0, r->dtype);
+  const DLTensor* b_negative = g.call(lt, {b, zero});
+  const DLTensor* same = g.call(eq, {g.call(lt, {r, zero}), b_negative});
+  const DLTensor* y = g.call(where, {same, r, g.call(add, {r, b})});
+  const DLTensor* signed_zero =
+      r->dtype.code == kDLInt ? zero : g.call(where, {b_negative, g.scalar(-0.0, r->dtype), zero});
+  g.finish(where, {g.call(eq, {r, zero}), signed_zero, y}, g.out(0));
+}
+
 #undef OAR_OP
 
 }  // namespace
@@ -147,6 +267,8 @@ void add_math_decompositions(std::vector<Decomposition>& table) {
   table.push_back({"topk", topk});
   table.push_back({"rotary_embedding", rotary_embedding});
   table.push_back({"matmul_w8", matmul_w8});
+  table.push_back({"fmod", fmod});
+  table.push_back({"remainder", remainder});
 }
 
 }  // namespace oar::decompose
