@@ -96,3 +96,21 @@ target_include_directories(oar_plugin_sample_primitives PRIVATE
                            ${PROJECT_SOURCE_DIR}/samples/vendor_plugin)
 target_compile_definitions(oar_plugin_sample_primitives PRIVATE
   "SAMPLE_DTYPES=(OAR_DTYPE_SUPPORT_F16 | OAR_DTYPE_SUPPORT_BF16)")
+#
+# CI runs every model (the training loops included) and a few decomposed
+# operators in f16/bf16/ints on it, within CI's budget: a partial run. The full
+# certification (every test, `--profile primitives`) takes minutes on this
+# sample's single-threaded loops and is measured by hand (docs/ops.md).
+if(TARGET oar_conform)
+  add_test(NAME conformance_runs_every_model_on_the_primitives_sample
+    COMMAND ${CMAKE_COMMAND}
+      -DOAR_CONFORM=$<TARGET_FILE:oar_conform>
+      -DPLUGIN=${OAR_DECOMPOSE_PLUGIN_DIR}/sample_primitives.json
+      -DREPORT_DIR=${CMAKE_CURRENT_BINARY_DIR}/decompose_reports/sample_primitives
+      "-DFILTER=models/*,ops/softmax/*,ops/layer_norm/bf16/*,ops/scaled_dot_product_attention/f16/*,ops/conv2d/f32/*,ops/cross_entropy/*,ops/pad/*,ops/fmod/f16/*,ops/remainder/i32/*,ops/sort/i64/*,ops/one_hot/*,ops/embedding_grad/*,ops/adamw/*"
+      -DEXPECT=clean
+      "-DEXTRA_ARGS=--profile|primitives"
+      -P ${PROJECT_SOURCE_DIR}/tests/conformance/defects/check_report.cmake)
+  set_tests_properties(conformance_runs_every_model_on_the_primitives_sample PROPERTIES
+                       TIMEOUT 300 RESOURCE_LOCK oar_conformance_memory)
+endif()
