@@ -37,7 +37,12 @@ def merge(out, inputs, context):
         label, _, path = item.partition("=")
         with open(path) as f:
             data = json.load(f)
-        merged["runs"].append({"executable": label, "context": data.get("context", {})})
+        context = dict(data.get("context", {}))
+        # scripts/bench.sh notes a shortened --benchmark_min_time beside the file.
+        note = os.path.splitext(path)[0] + ".min_time"
+        if os.path.exists(note):
+            context["min_time"] = open(note).read().strip()
+        merged["runs"].append({"executable": label, "context": context})
         for b in data.get("benchmarks", []):
             b = dict(b)
             b["executable"] = label
@@ -311,7 +316,8 @@ def programs_line(results, executables):
         ctx = runs.get(exe, {})
         load = ctx.get("load_avg")
         load = " ".join(f"{v:.1f}" for v in load) if isinstance(load, list) else "?"
-        parts.append(f"`{exe}` {ctx.get('date', '?')}, load average {load}")
+        note = f", --min-time {ctx['min_time']} s" if ctx.get("min_time") else ""
+        parts.append(f"`{exe}` {ctx.get('date', '?')}, load average {load}{note}")
     return "; ".join(parts)
 
 

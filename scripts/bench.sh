@@ -3,16 +3,23 @@
 # HTML page with a chart per group of bench/targets.json (docs/performance.md,
 # "How to run the benchmarks").
 #
-#   scripts/bench.sh [--build DIR] [--out DIR] [--quick] [--only NAMES]
+#   scripts/bench.sh [--build DIR] [--out DIR] [--quick] [--only NAMES] [--min-time S]
+#                    [--timeout S]
 #
 #   --build DIR   the build to measure (default: build); programs it lacks
 #                 (opencl, vulkan, the Paddle adapter) are left out, and the
 #                 page says "not measured"
 #   --out DIR     where results.json, report.html and each program's log go
-#                 (default: DIR/bench-results inside the build)
+#                 (default: bench-results inside the build folder)
 #   --quick       a smoke run: a few cheap benchmarks, 2 repetitions (tests)
 #   --only NAMES  comma-separated programs to run (default: all), e.g.
 #                 oar_bench,paddle; results of the others already in DIR stay
+#   --min-time S  Google Benchmark's --benchmark_min_time (default 0.5 s of
+#                 the benchmark's clock, CPU time for most: on a machine
+#                 whose load leaves a program a tenth of a core, a run takes
+#                 ten times longer; a shorter S keeps it bounded)
+#   --timeout S   stop a program that runs longer than S seconds (its
+#                 results are then missing from the page; default: none)
 #
 # Repetitions are those docs/performance.md uses: oar_bench 9, opencl 5,
 # vulkan 3, the loaded variants 3, the pointer lookup 5, bench/paddle_bench.py
@@ -26,13 +33,17 @@ build="$root/build"
 out=""
 quick=0
 only=""
+min_time=""
+timeout_s=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) build="$(cd "$2" && pwd)" || exit 2; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     --quick) quick=1; shift ;;
     --only) only="$2"; shift 2 ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    --min-time) min_time="$2"; shift 2 ;;
+    --timeout) timeout_s="$2"; shift 2 ;;
+    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
     *) echo "bench.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -44,6 +55,8 @@ out="$(cd "$out" && pwd)"
 [ -n "$only" ] || rm -f "$out"/json/*.json
 
 wanted() { [ -z "$only" ] || [[ ",$only," == *",$1,"* ]]; }
+# limited COMMAND...: COMMAND, stopped after --timeout seconds if given.
+limited() { if [ -n "$timeout_s" ]; then timeout "$timeout_s" "$@"; else "$@"; fi; }
 loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 
 load_start="$(loadavg)"
@@ -56,7 +69,7 @@ run_gb() {
   shift 3
   local bin="$build/bin/$name"
   wanted "$name" || return 0
-  rm -f "$out/json/$name.json"
+  rm -f "$out/json/$name.json" "$out/json/$name.min_time"
   if [ ! -x "$bin" ]; then
     echo "bench.sh: $name: not built in $build, left out"
     return 0
@@ -68,9 +81,13 @@ run_gb() {
     args+=(--benchmark_repetitions=2 --benchmark_min_time=0.01 --benchmark_filter="$quick_filter")
   else
     args+=(--benchmark_repetitions="$reps")
+    if [ -n "$min_time" ]; then
+      args+=(--benchmark_min_time="$min_time")
+      echo "$min_time" > "$out/json/$name.min_time"
+    fi
   fi
   echo "bench.sh: $name ($(date -u +%H:%M:%S), load $(loadavg))"
-  if ! "$bin" "${args[@]}" "$@" > "$out/$name.log" 2>&1; then
+  if ! limited "$bin" "${args[@]}" "$@" > "$out/$name.log" 2>&1; then
     echo "bench.sh: $name failed, see $out/$name.log" >&2
     failed+=("$name")
     python3 -m json.tool "$out/json/$name.json" > /dev/null 2>&1 || rm -f "$out/json/$name.json"
@@ -98,7 +115,7 @@ if wanted paddle; then
     echo "bench.sh: paddle ($(date -u +%H:%M:%S), load $(loadavg))"
     if ! CUSTOM_DEVICE_ROOT="$build/lib/oar/paddle" \
        OAR_PLUGINS="$build/share/oar/plugins.d/cpu.json" \
-       "$python" "$root/bench/paddle_bench.py" "${args[@]}" > "$out/paddle.log" 2>&1; then
+       limited "$python" "$root/bench/paddle_bench.py" "${args[@]}" > "$out/paddle.log" 2>&1; then
       echo "bench.sh: paddle failed, see $out/paddle.log" >&2
       failed+=(paddle)
       rm -f "$out/json/paddle.json"

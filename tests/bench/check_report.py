@@ -141,7 +141,7 @@ def main():
     out = os.path.join(args.work, "results")
 
     run([os.path.join(args.source, "scripts", "bench.sh"), "--quick", "--build", args.build,
-         "--out", out])
+         "--out", out, "--timeout", "240"])
     results = json.load(open(os.path.join(out, "results.json")))
     for key in ("date", "cpu", "num_cpus", "load_avg_start", "git_revision"):
         assert results["context"].get(key), f"results.json: no {key} in the context"
