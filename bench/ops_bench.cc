@@ -209,7 +209,7 @@ void oar_op(benchmark::State& state, const std::string& op, const Shapes& shapes
 
 #define OAR_CPU_OP(name, op, shapes, attrs, flops)                                           \
   void BM_CpuOp_##name(benchmark::State& state) { oar_op(state, op, shapes, attrs, flops); } \
-  BENCHMARK(BM_CpuOp_##name)->Unit(benchmark::kMillisecond)->UseRealTime()
+  BENCHMARK(BM_CpuOp_##name)->Unit(benchmark::kMillisecond)->UseRealTime()->MeasureProcessCPUTime()
 
 OAR_CPU_OP(matmul_1024, "matmul", (Shapes{{1024, 1024}, {1024, 1024}}), AttrList(),
            2.0 * 1024 * 1024 * 1024);

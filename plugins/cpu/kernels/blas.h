@@ -2,10 +2,11 @@
 // attention): the type BLAS computes each dtype in, f16/bf16 staging through
 // f32 with one rounding at the store, sgemm/dgemm, and the 32-bit size limit.
 //
-// Threads: the kernels' parallel work is OpenMP's alone. OpenBLAS is set to
-// one thread the first time a kernel calls it, and the kernels share a GEMM
-// out across OpenMP's threads themselves (parallel_gemm: row or column
-// panels; conv2d and attention: one image or block of queries per thread).
+// Threads: OpenBLAS is set to one thread the first time a kernel calls it;
+// kernels that mix GEMMs with loops (conv2d and its gradients, attention,
+// batched matmul) run one image, block of queries or matrix per OpenMP
+// thread with one-thread GEMMs, and a lone large GEMM (matmul) raises
+// OpenBLAS's thread count for its call (parallel_gemm).
 // With OpenBLAS's own thread pool beside OpenMP's, the two pools' idle
 // threads spin against each other on the same cores whenever a kernel
 // alternates between a BLAS call and an OpenMP loop (conv2d's im2col, the
@@ -115,34 +116,22 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, F alpha, const F* a
 // Below this many multiply-adds a GEMM stays on one thread.
 inline constexpr int64_t kParallelGemm = int64_t(1) << 20;
 
-// gemm shared out across OpenMP's threads (on the calling thread alone inside
-// a parallel region or when small): each thread takes a panel of rows of c
-// (of columns when c has fewer rows than columns). The panels follow the
-// thread count, and OpenBLAS may sum a small panel in another order than a
-// large one, so results may differ in the last bits between thread counts,
-// as they could under OpenBLAS's own threads.
+// One GEMM on OpenBLAS's own threads, as many as OpenMP's (on the calling
+// thread alone inside a parallel region or when small): the thread count is
+// raised for the call and set back to one after. OpenBLAS's threads share the
+// packing of the operands, which panels per OpenMP thread cannot (measured:
+// 1024^3 with two OpenMP panels took about 1.6x the CPU time). Another
+// stream's kernel that calls BLAS inside an OpenMP region meanwhile may get
+// OpenBLAS's threads too: slower for that moment, never wrong.
 template <typename F>
 void parallel_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, F alpha, const F* a,
                    const F* b, F beta, F* c) {
-  const int64_t threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
   if (threads <= 1 || m * n * k < kParallelGemm) return gemm(ta, tb, m, n, k, alpha, a, b, beta, c);
-  const int64_t lda = ta ? m : k, ldb = tb ? k : n;
-  const bool by_rows = m >= n;
-  const int64_t extent = by_rows ? m : n;
-  // Panels of whole 16s (the micro-kernels' widths divide 16), one per thread.
-  const int64_t panel = std::max<int64_t>(16, ((extent + threads - 1) / threads + 15) / 16 * 16);
-  const int64_t panels = (extent + panel - 1) / panel;
-#pragma omp parallel for num_threads(int(threads)) schedule(static)
-  for (int64_t p = 0; p < panels; ++p) {
-    const int64_t begin = p * panel, size = std::min(extent, begin + panel) - begin;
-    if (by_rows) {
-      gemm_ld(ta, tb, size, n, k, alpha, ta ? a + begin : a + begin * lda, lda, b, ldb, beta,
-              c + begin * n, n);
-    } else {
-      gemm_ld(ta, tb, m, size, k, alpha, a, lda, tb ? b + begin * ldb : b + begin, ldb, beta,
-              c + begin, n);
-    }
-  }
+  blas_on_one_thread();
+  openblas_set_num_threads(threads);
+  gemm(ta, tb, m, n, k, alpha, a, b, beta, c);
+  openblas_set_num_threads(1);
 }
 
 // BLAS takes int sizes (Debian's OpenBLAS has a 32-bit interface).
