@@ -114,3 +114,16 @@ if(TARGET oar_conform)
   set_tests_properties(conformance_runs_every_model_on_the_primitives_sample PROPERTIES
                        TIMEOUT 300 RESOURCE_LOCK oar_conformance_memory)
 endif()
+# Without --profile primitives oar-conform certifies kernels: the same sample
+# fails softmax (no kernel; the core's decomposition is switched off).
+if(TARGET oar_conform)
+  add_test(NAME conformance_certifies_kernels_not_decompositions
+    COMMAND ${CMAKE_COMMAND}
+      -DOAR_CONFORM=$<TARGET_FILE:oar_conform>
+      -DPLUGIN=${OAR_DECOMPOSE_PLUGIN_DIR}/sample_primitives.json
+      -DREPORT_DIR=${CMAKE_CURRENT_BINARY_DIR}/decompose_reports/sample_primitives_kernels
+      "-DFILTER=ops/softmax/f32/*"
+      -DEXPECT=not_certified -DAREA=ops -DOPS=softmax -DDTYPE=f32
+      -P ${PROJECT_SOURCE_DIR}/tests/conformance/defects/check_report.cmake)
+  set_tests_properties(conformance_certifies_kernels_not_decompositions PROPERTIES TIMEOUT 120)
+endif()
