@@ -43,6 +43,9 @@ class Adapter {
   static Adapter* get();
   // Destroys the adapter (Paddle's finalize slot).
   static void finalize();
+  // Stops every slot from touching OAR and destroys the adapter (process
+  // exit, see runtime.cc).
+  static void shutdown_at_exit();
   // Whether finalize() ran (at exit or from Paddle).
   static bool finalized();
 

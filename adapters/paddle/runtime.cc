@@ -2,6 +2,8 @@
 // "oar", whose device ids are the OAR runtime's visible devices (adapter.h).
 // Every slot catches oar::Error (and anything else) and turns it into a
 // C_Status after printing the message, since Paddle's status has no text.
+#include <dlfcn.h>
+
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -51,13 +53,25 @@ Adapter* Adapter::get() {
   if (g_adapter != nullptr || g_adapter_failed || g_finalized) return g_adapter;
   try {
     g_adapter = new Adapter();
-    // Process exit: C++ static objects die in the reverse order of their
-    // construction, and liboar builds some lazily (on first dispatch, after
-    // this point), so by the time Paddle's own exit-time cleanup destroys
-    // its streams and events and calls finalize, parts of OAR are gone.
-    // From this handler on (it runs before every static object constructed
-    // after now, and before Paddle's) the adapter touches OAR no more: every
-    // slot returns at once and what is still alive is left to the exit.
+    // Process exit. Paddle's C++ static objects (its device contexts,
+    // allocators and streams) and liboar's lazily built ones die in the
+    // reverse order of their construction, interleaved, while OAR's devices
+    // still run their worker threads: Paddle's destructors then call the
+    // slots below into a half-destroyed OAR, and a plugin's worker writes
+    // into freed memory (glibc later aborts freeing its list of exit
+    // handlers: "double free or corruption"). So the runtime is shut down
+    // before any static object dies: in Python, from Py_AtExit (the end of
+    // Py_FinalizeEx, after Python's own objects are gone and before exit());
+    // elsewhere from the first exit handler that still runs before the
+    // statics built after this point. From then on every slot returns at
+    // once, and OAR's objects Paddle still holds are empty (OAR's rule: a
+    // public object behaves after its runtime is gone).
+    using AtExit = int (*)(void (*)());
+    if (auto py_at_exit = reinterpret_cast<AtExit>(dlsym(RTLD_DEFAULT, "Py_AtExit"))) {
+      py_at_exit(&Adapter::shutdown_at_exit);
+    }
+    // Without Python the runtime is left to the exit (destroying it here
+    // would touch liboar's statics built after this point, already gone).
     std::atexit([] { g_exiting.store(true); });
   } catch (const std::exception& e) {
     g_adapter_failed = true;
@@ -69,6 +83,11 @@ Adapter* Adapter::get() {
 bool Adapter::finalized() {
   std::lock_guard<std::mutex> lock(g_adapter_mutex);
   return g_finalized;
+}
+
+void Adapter::shutdown_at_exit() {
+  g_exiting.store(true);
+  finalize();
 }
 
 void Adapter::finalize() {

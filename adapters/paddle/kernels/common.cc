@@ -127,4 +127,11 @@ std::vector<int64_t> dims_of(const phi::DenseTensor& t) {
   return v;
 }
 
+void unsupported(const phi::CustomContext& ctx, const char* kernel, const std::string& what) {
+  const int id = ctx.GetPlace().GetDeviceId();
+  PADDLE_THROW(common::errors::Unimplemented(
+      "OAR device %s (%s:%d), Paddle kernel %s: %s has no OAR operator (docs/paddle.md)",
+      Adapter::get()->device(id).name(), kDeviceType, id, kernel, what));
+}
+
 }  // namespace oar_paddle

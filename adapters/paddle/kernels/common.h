@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <string>
 #include <vector>
 
 #include "adapter.h"
@@ -37,6 +38,9 @@ class View {
   View& operator=(const View&) = delete;
   const DLTensor& dl() const { return dl_; }
   const std::vector<int64_t>& shape() const { return shape_; }
+  // Moves the view |bytes| further into its memory (a row of a contiguous
+  // tensor: the caller keeps it inside the tensor).
+  void advance(uint64_t bytes) { dl_.byte_offset += bytes; }
 
  private:
   void init(const phi::DenseTensor& tensor, bool own_strides);
@@ -59,6 +63,11 @@ phi::DenseTensor empty(const phi::CustomContext& ctx, const std::vector<int64_t>
 // A rank-0 device tensor holding |value|, to broadcast against others.
 phi::DenseTensor scalar(const phi::CustomContext& ctx, phi::DataType dtype, double value);
 std::vector<int64_t> dims_of(const phi::DenseTensor& t);
+
+// Throws Paddle's Unimplemented error naming the OAR device, the Paddle
+// kernel and what of its arguments OAR's operator cannot take.
+[[noreturn]] void unsupported(const phi::CustomContext& ctx, const char* kernel,
+                              const std::string& what);
 
 }  // namespace oar_paddle
 

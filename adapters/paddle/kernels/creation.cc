@@ -56,6 +56,22 @@ void TransposeKernel(const Context& ctx, const phi::DenseTensor& x, const std::v
   run(ctx, OAR_PADDLE_OP("transpose"), {&a}, {&o}, {oar::Attr("perm", perm)});
 }
 
+// The gradient of a transpose is the transpose by the inverse permutation.
+template <typename T, typename Context>
+void TransposeGradKernel(const Context& ctx, const phi::DenseTensor& out_grad,
+                         const std::vector<int>& axis, phi::DenseTensor* x_grad) {
+  ctx.template Alloc<T>(x_grad);
+  if (x_grad->numel() == 0) return;
+  const int64_t rank = int64_t(axis.size());
+  std::vector<int64_t> inverse(axis.size());
+  for (size_t i = 0; i < axis.size(); ++i) {
+    int64_t p = axis[i] < 0 ? axis[i] + rank : axis[i];
+    inverse[size_t(p)] = int64_t(i);
+  }
+  View a(out_grad), o(*x_grad);
+  run(ctx, OAR_PADDLE_OP("transpose"), {&a}, {&o}, {oar::Attr("perm", inverse)});
+}
+
 // bias_after_scale ? x * scale + bias : (x + bias) * scale.
 template <typename T, typename Context>
 void ScaleKernel(const Context& ctx, const phi::DenseTensor& x, const phi::Scalar& scale,
@@ -92,4 +108,6 @@ PD_REGISTER_PLUGIN_KERNEL(contiguous, oar, ALL_LAYOUT, oar_paddle::ContiguousKer
                           OAR_PADDLE_ALL) {}
 PD_REGISTER_PLUGIN_KERNEL(transpose, oar, ALL_LAYOUT, oar_paddle::TransposeKernel, OAR_PADDLE_ALL) {
 }
+PD_REGISTER_PLUGIN_KERNEL(transpose_grad, oar, ALL_LAYOUT, oar_paddle::TransposeGradKernel,
+                          OAR_PADDLE_ALL) {}
 PD_REGISTER_PLUGIN_KERNEL(scale, oar, ALL_LAYOUT, oar_paddle::ScaleKernel, OAR_PADDLE_FLOATS) {}

@@ -93,6 +93,53 @@ void WhereKernel(const Context& ctx, const phi::DenseTensor& condition, const ph
   run(ctx, OAR_PADDLE_OP("where"), {&c, &a, &b}, {&o});
 }
 
+// The sum of n tensors (Paddle's gradient accumulation under to_static):
+// add, then add into the output. Empty or unset inputs add nothing. An input
+// after the second that shares the output's memory is read before the output
+// is written, through a copy.
+template <typename T, typename Context>
+void AddNKernel(const Context& ctx, const std::vector<const phi::TensorBase*>& xs,
+                phi::DenseTensor* out) {
+  std::vector<const phi::DenseTensor*> in;
+  for (const phi::TensorBase* x : xs) {
+    const auto* dense = dynamic_cast<const phi::DenseTensor*>(x);
+    if (dense == nullptr) {
+      unsupported(ctx, "add_n", "an input that is not a dense tensor (SelectedRows)");
+    }
+    if (dense->initialized() && dense->numel() != 0) in.push_back(dense);
+  }
+  std::vector<phi::DenseTensor> copies;
+  copies.reserve(in.size());
+  for (size_t i = 2; i < in.size(); ++i) {
+    if (out->initialized() && in[i]->data() == out->data()) {
+      copies.push_back(empty(ctx, dims_of(*in[i]), in[i]->dtype()));
+      View a(*in[i]), c(copies.back());
+      run(ctx, OAR_PADDLE_OP("copy"), {&a}, {&c});
+      in[i] = &copies.back();
+    }
+  }
+  ctx.template Alloc<T>(out);
+  if (out->numel() == 0) return;
+  View o(*out);
+  if (in.empty()) {
+    fill(ctx, out, 0.0);
+    return;
+  }
+  if (in.size() == 1) {
+    View a(*in[0]);
+    run(ctx, OAR_PADDLE_OP("copy"), {&a}, {&o});
+    return;
+  }
+  {
+    View a(*in[0]), b(*in[1]);
+    run(ctx, OAR_PADDLE_OP("add"), {&a, &b}, {&o});
+  }
+  for (size_t i = 2; i < in.size(); ++i) {
+    View b(*in[i]);
+    run(ctx, OAR_PADDLE_OP("add"), {&o, &b}, {&o});
+  }
+}
+
 }  // namespace oar_paddle
 
 // The dtype sets of docs/ops.md in Paddle's types.
@@ -141,3 +188,4 @@ OAR_PADDLE_REGISTER(erf, ErfKernel, OAR_PADDLE_FLOATS)
 OAR_PADDLE_REGISTER(square, SquareKernel, OAR_PADDLE_NUMBERS)
 OAR_PADDLE_REGISTER(gelu, GeluKernel, OAR_PADDLE_FLOATS)
 OAR_PADDLE_REGISTER(where, WhereKernel, OAR_PADDLE_ALL)
+OAR_PADDLE_REGISTER(add_n, AddNKernel, OAR_PADDLE_NUMBERS)

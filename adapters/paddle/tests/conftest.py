@@ -81,20 +81,3 @@ def to_numpy(t):
         return t.astype("float32").numpy().astype(np.float64) if t.dtype != paddle.float64 \
             else t.numpy()
     return t.numpy()
-
-
-_EXIT_STATUS = [0]
-
-
-def pytest_sessionfinish(session, exitstatus):
-    _EXIT_STATUS[0] = int(exitstatus)
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_unconfigure(config):
-    # Leave without Python's and C++'s exit handlers, keeping pytest's status:
-    # with the adapter loaded, Paddle's exit sometimes corrupts the heap and
-    # hangs (docs/paddle.md, "Known problems"), which is not under test here.
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(_EXIT_STATUS[0])

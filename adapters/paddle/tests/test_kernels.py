@@ -206,7 +206,12 @@ REGISTERED = {
     **{n: FLOATS for n in ("relu_grad", "tanh_grad", "sigmoid_grad", "silu_grad", "gelu_grad",
                            "softmax_grad", "log_softmax_grad", "pow", "pow_grad", "matmul_grad",
                            "mean_grad", "sgd")},
-    **{n: NUMBERS for n in ("add_grad", "subtract_grad", "multiply_grad", "sum_grad")},
+    **{n: NUMBERS for n in ("add_grad", "subtract_grad", "multiply_grad", "sum_grad", "add_n")},
+    "transpose_grad": ALL,
+    **{n: FLOATS for n in ("conv2d", "conv2d_grad", "pool2d", "pool2d_grad", "layer_norm",
+                           "layer_norm_grad", "embedding", "embedding_grad",
+                           "cross_entropy_with_softmax", "cross_entropy_with_softmax_grad",
+                           "mean_all", "mean_all_grad")},
 }
 
 
@@ -217,3 +222,83 @@ def test_registered_kernels():
         have = {k.split(", ")[-1].rstrip(")") for k in kernels.get(name, []) if k.startswith("(oar,")}
         missing += [f"{name}:{d}" for d in wanted if d not in have]
     assert not missing, missing
+
+
+# ---- layer kernels (the CNN and the transformer block): inputs of their own
+# shapes. Each case: (name, function, [(shape, kind)]) with kind "float"
+# (the dtype under test), "ids<N>" (int64 in [0, N)) or "ids32<N>" (int32).
+def _conv(x, w, **kw):
+    return F.conv2d(x, w, **kw)
+
+
+LAYERS = [
+    ("conv2d", lambda x, w: _conv(x, w, padding=1), [((2, 3, 6, 6), "float"),
+                                                    ((4, 3, 3, 3), "float")]),
+    ("conv2d_stride2", lambda x, w: _conv(x, w, stride=2), [((1, 2, 7, 7), "float"),
+                                                           ((3, 2, 3, 3), "float")]),
+    ("conv2d_dilation_groups", lambda x, w: _conv(x, w, padding=2, dilation=2, groups=2),
+     [((1, 4, 6, 6), "float"), ((4, 2, 3, 3), "float")]),
+    ("max_pool2d", lambda x: F.max_pool2d(x, 2, 2), [((2, 3, 6, 6), "float")]),
+    ("max_pool2d_pad", lambda x: F.max_pool2d(x, 3, 2, padding=1), [((1, 2, 7, 7), "float")]),
+    ("avg_pool2d_exclusive", lambda x: F.avg_pool2d(x, 3, 2, padding=1),
+     [((1, 2, 7, 7), "float")]),
+    ("avg_pool2d_inclusive", lambda x: F.avg_pool2d(x, 3, 2, padding=1, exclusive=False),
+     [((1, 2, 7, 7), "float")]),
+    ("adaptive_avg_pool2d", lambda x: F.adaptive_avg_pool2d(x, 2), [((2, 3, 4, 6), "float")]),
+    ("layer_norm", lambda x, w, b: F.layer_norm(x, 8, w, b),
+     [((3, 4, 8), "float"), ((8,), "float"), ((8,), "float")]),
+    ("layer_norm_2d_no_affine", lambda x: F.layer_norm(x, [4, 8]), [((3, 4, 8), "float")]),
+    ("embedding", lambda i, w: F.embedding(i, w), [((2, 3), "ids10"), ((10, 4), "float")]),
+    ("embedding_int32_padding", lambda i, w: F.embedding(i, w, padding_idx=2),
+     [((7,), "ids32_4"), ((4, 3), "float")]),
+    ("cross_entropy", lambda x, t: F.cross_entropy(x, t), [((5, 7), "float"), ((5,), "ids7")]),
+    ("cross_entropy_none_3d", lambda x, t: F.cross_entropy(x, t, reduction="none"),
+     [((2, 3, 7), "float"), ((2, 3), "ids7")]),
+    ("softmax_with_cross_entropy", lambda x, t: F.softmax_with_cross_entropy(x, t),
+     [((4, 6), "float"), ((4, 1), "ids6")]),
+    ("add_n", lambda a, b, c: paddle.add_n([a, b, c]),
+     [((3, 4), "float"), ((3, 4), "float"), ((3, 4), "float")]),
+]
+
+
+def layer_inputs(specs, rng):
+    out = []
+    for shape, kind in specs:
+        if kind == "float":
+            out.append((rng.uniform(-2, 2, shape), None))
+        else:
+            wide = "int32" if kind.startswith("ids32") else "int64"
+            n = int(kind.split("_")[-1].replace("ids", ""))
+            out.append((rng.integers(0, n, shape), wide))
+    return out
+
+
+@pytest.mark.parametrize("name,fn,specs", LAYERS, ids=[c[0] for c in LAYERS])
+@pytest.mark.parametrize("dtype", dtypes(FLOATS))
+def test_layers(name, fn, specs, dtype):
+    raw = layer_inputs(specs, np.random.default_rng(11))
+    paddle.set_device("cpu")
+    host = [paddle.to_tensor(a).astype(d or dtype) for a, d in raw]
+    wide = "float32" if dtype in ("float16", "bfloat16") else dtype
+    ref = fn(*[h.astype(wide) if h.dtype == getattr(paddle, dtype) else h for h in host])
+    paddle.set_device(DEVICE)
+    out = fn(*[h.to(DEVICE) for h in host])
+    assert out.place.is_custom_place(), out.place
+    got = out.cpu()
+    assert got.shape == ref.shape
+    rtol, atol = TOL[dtype]
+    # Sums of up to 36 products (conv) in the dtype: a few roundings more.
+    scale = 4 if dtype in ("float16", "bfloat16") else 10
+    np.testing.assert_allclose(got.astype("float64").numpy(), ref.astype("float64").numpy(),
+                               rtol=rtol * scale, atol=atol * scale)
+
+
+def test_unsupported_form_names_device_and_kernel():
+    # NHWC has no OAR operator: Paddle's error names the device and kernel.
+    paddle.set_device(DEVICE)
+    x = paddle.ones([1, 4, 4, 2])
+    w = paddle.ones([3, 2, 3, 3])
+    with pytest.raises(Exception) as e:
+        F.conv2d(x, w, data_format="NHWC")
+    text = str(e.value)
+    assert "OAR device" in text and "conv2d" in text and "NHWC" in text, text

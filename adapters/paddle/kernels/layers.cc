@@ -1,0 +1,273 @@
+// Layer kernels of the transformer and the classifiers: layer_norm,
+// embedding, cross_entropy_with_softmax, mean_all and their gradients.
+#include <string>
+
+#include "kernels/common.h"
+
+namespace oar_paddle {
+
+namespace {
+
+int64_t product(const std::vector<int64_t>& dims, size_t begin, size_t end) {
+  int64_t n = 1;
+  for (size_t i = begin; i < end; ++i) n *= dims[i];
+  return n;
+}
+
+// |t| in |dtype|: itself, or a device cast of it.
+phi::DenseTensor as_dtype(const phi::CustomContext& ctx, const phi::DenseTensor& t,
+                          phi::DataType dtype) {
+  if (t.dtype() == dtype) return t;
+  phi::DenseTensor c = empty(ctx, dims_of(t), dtype);
+  if (t.numel() != 0) {
+    View a(t), o(c);
+    run(ctx, OAR_PADDLE_OP("cast"), {&a}, {&o});
+  }
+  return c;
+}
+
+// Writes |value| (shape |shape|) into |out|, casting when dtypes differ.
+void store(const phi::CustomContext& ctx, const phi::DenseTensor& value,
+           const std::vector<int64_t>& shape, phi::DenseTensor* out) {
+  if (out->numel() == 0) return;
+  View v(value, shape), o(*out, shape);
+  if (value.dtype() == out->dtype()) {
+    run(ctx, OAR_PADDLE_OP("copy"), {&v}, {&o});
+  } else {
+    run(ctx, OAR_PADDLE_OP("cast"), {&v}, {&o});
+  }
+}
+
+// Paddle keeps layer_norm's statistics in float32 for 16-bit inputs.
+phi::DataType stats_dtype(const phi::DenseTensor& x, const phi::DenseTensor* stat) {
+  if (stat != nullptr && stat->dtype() != phi::DataType::UNDEFINED) return stat->dtype();
+  if (x.dtype() == phi::DataType::FLOAT16 || x.dtype() == phi::DataType::BFLOAT16) {
+    return phi::DataType::FLOAT32;
+  }
+  return x.dtype();
+}
+
+}  // namespace
+
+// layer_norm over the dimensions from begin_norm_axis on: x viewed as [rows,
+// D]; a missing scale is ones, a missing bias zeros. Paddle's mean and
+// variance outputs (per row, biased variance of the centred values) are
+// computed too, with OAR's mean over the row.
+template <typename T, typename Context>
+void LayerNormKernel(const Context& ctx, const phi::DenseTensor& x,
+                     const paddle::optional<phi::DenseTensor>& scale,
+                     const paddle::optional<phi::DenseTensor>& bias, float epsilon,
+                     int begin_norm_axis, phi::DenseTensor* out, phi::DenseTensor* mean,
+                     phi::DenseTensor* variance) {
+  std::vector<int64_t> dims = dims_of(x);
+  size_t begin = size_t(begin_norm_axis < 0 ? begin_norm_axis + int(dims.size()) : begin_norm_axis);
+  int64_t rows = product(dims, 0, begin), d = product(dims, begin, dims.size());
+  ctx.template Alloc<T>(out);
+  if (mean != nullptr) ctx.Alloc(mean, stats_dtype(x, mean));
+  if (variance != nullptr) ctx.Alloc(variance, stats_dtype(x, variance));
+  if (x.numel() == 0) return;
+  phi::DenseTensor w = scale ? as_dtype(ctx, *scale, x.dtype()) : empty(ctx, {d}, x.dtype());
+  if (!scale) fill(ctx, &w, 1.0);
+  phi::DenseTensor b = bias ? as_dtype(ctx, *bias, x.dtype()) : empty(ctx, {d}, x.dtype());
+  if (!bias) fill(ctx, &b, 0.0);
+  View vx(x, {rows, d}), vw(w, {d}), vb(b, {d}), o(*out, {rows, d});
+  run(ctx, OAR_PADDLE_OP("layer_norm"), {&vx, &vw, &vb}, {&o}, {oar::Attr("eps", double(epsilon))});
+  if (mean == nullptr && variance == nullptr) return;
+  const std::vector<int64_t> axes = {1};
+  phi::DenseTensor m = empty(ctx, {rows, 1}, x.dtype());
+  phi::DenseTensor c = empty(ctx, {rows, d}, x.dtype());
+  phi::DenseTensor v = empty(ctx, {rows, 1}, x.dtype());
+  View vm(m), vc(c), vv(v);
+  run(ctx, OAR_PADDLE_OP("mean"), {&vx}, {&vm},
+      {oar::Attr("axes", axes), oar::Attr("keepdim", true)});
+  run(ctx, OAR_PADDLE_OP("sub"), {&vx, &vm}, {&vc});
+  run(ctx, OAR_PADDLE_OP("mul"), {&vc, &vc}, {&vc});
+  run(ctx, OAR_PADDLE_OP("mean"), {&vc}, {&vv},
+      {oar::Attr("axes", axes), oar::Attr("keepdim", true)});
+  if (mean != nullptr) store(ctx, m, {rows}, mean);
+  if (variance != nullptr) store(ctx, v, {rows}, variance);
+}
+
+// OAR's layer_norm_grad recomputes the row statistics from x (Paddle's saved
+// mean and variance are not read); the gradients Paddle does not want go to
+// scratch tensors.
+template <typename T, typename Context>
+void LayerNormGradKernel(const Context& ctx, const phi::DenseTensor& x,
+                         const paddle::optional<phi::DenseTensor>& scale,
+                         const paddle::optional<phi::DenseTensor>&, const phi::DenseTensor&,
+                         const phi::DenseTensor&, const phi::DenseTensor& out_grad, float epsilon,
+                         int begin_norm_axis, phi::DenseTensor* x_grad,
+                         phi::DenseTensor* scale_grad, phi::DenseTensor* bias_grad) {
+  std::vector<int64_t> dims = dims_of(x);
+  size_t begin = size_t(begin_norm_axis < 0 ? begin_norm_axis + int(dims.size()) : begin_norm_axis);
+  int64_t rows = product(dims, 0, begin), d = product(dims, begin, dims.size());
+  if (x_grad != nullptr) ctx.template Alloc<T>(x_grad);
+  phi::DataType param_dtype = scale ? scale->dtype() : x.dtype();
+  if (scale_grad != nullptr) ctx.Alloc(scale_grad, param_dtype);
+  if (bias_grad != nullptr) ctx.Alloc(bias_grad, param_dtype);
+  if (d == 0) return;
+  phi::DenseTensor w = scale ? as_dtype(ctx, *scale, x.dtype()) : empty(ctx, {d}, x.dtype());
+  if (!scale) fill(ctx, &w, 1.0);
+  // Each output straight into Paddle's tensor when it wants it in x's dtype.
+  auto target = [&](phi::DenseTensor* want, const std::vector<int64_t>& shape) {
+    if (want != nullptr && want->dtype() == x.dtype()) return *want;
+    return empty(ctx, shape, x.dtype());
+  };
+  phi::DenseTensor dx = target(x_grad, dims), dw = target(scale_grad, {d}),
+                   db = target(bias_grad, {d});
+  View vdy(out_grad, {rows, d}), vx(x, {rows, d}), vw(w, {d});
+  View odx(dx, {rows, d}), odw(dw, {d}), odb(db, {d});
+  run(ctx, OAR_PADDLE_OP("layer_norm_grad"), {&vdy, &vx, &vw}, {&odx, &odw, &odb},
+      {oar::Attr("eps", double(epsilon))});
+  if (scale_grad != nullptr && scale_grad->dtype() != x.dtype()) store(ctx, dw, {d}, scale_grad);
+  if (bias_grad != nullptr && bias_grad->dtype() != x.dtype()) store(ctx, db, {d}, bias_grad);
+}
+
+// out = weight[ids]; rows of padding_idx (>= 0) are zeros, as Paddle's are.
+template <typename T, typename Context>
+void EmbeddingKernel(const Context& ctx, const phi::DenseTensor& ids,
+                     const phi::DenseTensor& weight, int64_t padding_idx, phi::DenseTensor* out) {
+  ctx.template Alloc<T>(out);
+  if (out->numel() == 0) return;
+  View vw(weight), vi(ids), o(*out);
+  run(ctx, OAR_PADDLE_OP("embedding"), {&vw, &vi}, {&o});
+  if (padding_idx < 0) return;
+  std::vector<int64_t> mask_shape = dims_of(ids);
+  phi::DenseTensor pad = scalar(ctx, ids.dtype(), double(padding_idx));
+  phi::DenseTensor mask = empty(ctx, mask_shape, phi::DataType::BOOL);
+  phi::DenseTensor zero = scalar(ctx, out->dtype(), 0.0);
+  View vp(pad), vm(mask);
+  run(ctx, OAR_PADDLE_OP("eq"), {&vi, &vp}, {&vm});
+  mask_shape.push_back(1);
+  View vmask(mask, mask_shape), vz(zero);
+  run(ctx, OAR_PADDLE_OP("where"), {&vmask, &vz, &o}, {&o});
+}
+
+// dweight[v] = sum of out_grad's rows whose id is v (repeats accumulate); the
+// row of padding_idx (>= 0) gets no gradient.
+template <typename T, typename Context>
+void EmbeddingGradKernel(const Context& ctx, const phi::DenseTensor& ids,
+                         const phi::DenseTensor& weight, const phi::DenseTensor& out_grad,
+                         int64_t padding_idx, phi::DenseTensor* weight_grad) {
+  ctx.template Alloc<T>(weight_grad);
+  if (weight_grad->numel() == 0) return;
+  const int64_t vocab = weight.dims()[0], d = weight.dims()[1];
+  View dy(out_grad), vi(ids), o(*weight_grad);
+  run(ctx, OAR_PADDLE_OP("embedding_grad"), {&dy, &vi}, {&o}, {oar::Attr("num_embeddings", vocab)});
+  if (padding_idx < 0 || padding_idx >= vocab) return;
+  View row(*weight_grad, {1, d});
+  row.advance(uint64_t(padding_idx * d) * uint64_t(phi::SizeOf(weight_grad->dtype())));
+  run(ctx, OAR_PADDLE_OP("fill"), {}, {&row}, {oar::Attr("value", 0.0)});
+}
+
+namespace {
+
+struct CrossEntropyShape {
+  int64_t rows = 0, classes = 0;
+};
+
+CrossEntropyShape cross_entropy_shape(const phi::CustomContext& ctx, const char* kernel,
+                                      const phi::DenseTensor& logits, bool soft_label,
+                                      bool use_softmax, int axis) {
+  const int rank = logits.dims().size();
+  if (soft_label) unsupported(ctx, kernel, "soft_label=True");
+  if (!use_softmax) unsupported(ctx, kernel, "use_softmax=False");
+  if (rank < 1 || (axis != -1 && axis != rank - 1)) {
+    unsupported(ctx, kernel, "a class axis other than the last");
+  }
+  CrossEntropyShape s;
+  s.classes = logits.dims()[rank - 1];
+  s.rows = s.classes == 0 ? 0 : logits.numel() / s.classes;
+  return s;
+}
+
+}  // namespace
+
+// Hard labels over the last axis: softmax = OAR softmax, loss = OAR
+// cross_entropy (reduction "none") of the logits viewed as [rows, classes]
+// and the labels as [rows]. A label equal to ignore_index is an index out of
+// range to OAR (the stream fails with OUT_OF_RANGE): OAR has no ignore index.
+template <typename T, typename Context>
+void CrossEntropyWithSoftmaxKernel(const Context& ctx, const phi::DenseTensor& logits,
+                                   const phi::DenseTensor& label, bool soft_label, bool use_softmax,
+                                   bool, int, int axis, phi::DenseTensor* softmax,
+                                   phi::DenseTensor* loss) {
+  CrossEntropyShape s =
+      cross_entropy_shape(ctx, "cross_entropy_with_softmax", logits, soft_label, use_softmax, axis);
+  ctx.template Alloc<T>(softmax);
+  ctx.template Alloc<T>(loss);
+  if (s.rows == 0) return;
+  View x(logits, {s.rows, s.classes}), sm(*softmax, {s.rows, s.classes});
+  View t(label, {s.rows}), l(*loss, {s.rows});
+  run(ctx, OAR_PADDLE_OP("softmax"), {&x}, {&sm}, {oar::Attr("axis", int64_t(-1))});
+  run(ctx, OAR_PADDLE_OP("cross_entropy"), {&x, &t}, {&l}, {oar::Attr("reduction", "none")});
+}
+
+// dlogits = (softmax - one_hot(label)) * dloss, from the forward's softmax
+// (Paddle's gradient takes it, not the logits). dlogits may be softmax's own
+// memory (Paddle's in-place gradient): every step is elementwise.
+template <typename T, typename Context>
+void CrossEntropyWithSoftmaxGradKernel(const Context& ctx, const phi::DenseTensor& label,
+                                       const phi::DenseTensor& softmax,
+                                       const phi::DenseTensor& loss_grad, bool soft_label,
+                                       bool use_softmax, bool, int, int axis,
+                                       phi::DenseTensor* logits_grad) {
+  CrossEntropyShape s = cross_entropy_shape(ctx, "cross_entropy_with_softmax_grad", softmax,
+                                            soft_label, use_softmax, axis);
+  ctx.template Alloc<T>(logits_grad);
+  if (s.rows == 0) return;
+  phi::DenseTensor hot = empty(ctx, {s.rows, s.classes}, softmax.dtype());
+  View t(label, {s.rows}), h(hot), sm(softmax, {s.rows, s.classes});
+  View dl(loss_grad, {s.rows, 1}), o(*logits_grad, {s.rows, s.classes});
+  run(ctx, OAR_PADDLE_OP("one_hot"), {&t}, {&h}, {oar::Attr("num_classes", s.classes)});
+  run(ctx, OAR_PADDLE_OP("sub"), {&sm, &h}, {&o});
+  run(ctx, OAR_PADDLE_OP("mul"), {&o, &dl}, {&o});
+}
+
+// The mean of every element, as a rank-0 tensor.
+template <typename T, typename Context>
+void MeanAllKernel(const Context& ctx, const phi::DenseTensor& x, phi::DenseTensor* out) {
+  ctx.template Alloc<T>(out);
+  View vx(x), o(*out, {});
+  const std::vector<int64_t> all;
+  run(ctx, OAR_PADDLE_OP("mean"), {&vx}, {&o},
+      {oar::Attr("axes", all), oar::Attr("keepdim", false)});
+}
+
+// dx = out_grad / count everywhere.
+template <typename T, typename Context>
+void MeanAllGradKernel(const Context& ctx, const phi::DenseTensor& x,
+                       const phi::DenseTensor& out_grad, phi::DenseTensor* x_grad) {
+  ctx.template Alloc<T>(x_grad);
+  if (x_grad->numel() == 0) return;
+  fill(ctx, x_grad, 1.0 / double(x.numel()));
+  View d(out_grad, {}), o(*x_grad);
+  run(ctx, OAR_PADDLE_OP("mul"), {&o, &d}, {&o});
+}
+
+}  // namespace oar_paddle
+
+#define OAR_PADDLE_FLOATS float, double, phi::float16, phi::bfloat16
+
+PD_REGISTER_PLUGIN_KERNEL(layer_norm, oar, ALL_LAYOUT, oar_paddle::LayerNormKernel,
+                          OAR_PADDLE_FLOATS) {
+  kernel->OutputAt(1).SetDataType(phi::DataType::UNDEFINED);
+  kernel->OutputAt(2).SetDataType(phi::DataType::UNDEFINED);
+}
+PD_REGISTER_PLUGIN_KERNEL(layer_norm_grad, oar, ALL_LAYOUT, oar_paddle::LayerNormGradKernel,
+                          OAR_PADDLE_FLOATS) {
+  kernel->OutputAt(1).SetDataType(phi::DataType::UNDEFINED);
+  kernel->OutputAt(2).SetDataType(phi::DataType::UNDEFINED);
+}
+PD_REGISTER_PLUGIN_KERNEL(embedding, oar, ALL_LAYOUT, oar_paddle::EmbeddingKernel,
+                          OAR_PADDLE_FLOATS) {}
+PD_REGISTER_PLUGIN_KERNEL(embedding_grad, oar, ALL_LAYOUT, oar_paddle::EmbeddingGradKernel,
+                          OAR_PADDLE_FLOATS) {}
+PD_REGISTER_PLUGIN_KERNEL(cross_entropy_with_softmax, oar, ALL_LAYOUT,
+                          oar_paddle::CrossEntropyWithSoftmaxKernel, OAR_PADDLE_FLOATS) {}
+PD_REGISTER_PLUGIN_KERNEL(cross_entropy_with_softmax_grad, oar, ALL_LAYOUT,
+                          oar_paddle::CrossEntropyWithSoftmaxGradKernel, OAR_PADDLE_FLOATS) {}
+PD_REGISTER_PLUGIN_KERNEL(mean_all, oar, ALL_LAYOUT, oar_paddle::MeanAllKernel, OAR_PADDLE_FLOATS) {
+}
+PD_REGISTER_PLUGIN_KERNEL(mean_all_grad, oar, ALL_LAYOUT, oar_paddle::MeanAllGradKernel,
+                          OAR_PADDLE_FLOATS) {}
