@@ -1,0 +1,779 @@
+// The cuda plugin: NVIDIA GPUs through the CUDA driver API, loaded at run time
+// (driver.h). Without a driver or a device it loads, serves zero devices and
+// says why (a warning through the host's logger, shown by `oar list`).
+//
+// Handles: an oar_memory_t is the CUdeviceptr of a device allocation or the
+// host pointer of a pinned one (both are addresses under CUDA's unified
+// addressing); streams and events wrap CUstream / CUevent. Each device handle
+// holds its device's primary context, made current on every call, and the
+// module of the plugin's kernels (kernels/kernels.cu, embedded as a fatbin).
+//
+// Errors: a failed driver call throws with the CUresult's name. An error of
+// asynchronous work (a faulting kernel: CUDA's "sticky" errors) fails the
+// stream that reported it, as OAR's stream model says: stream_synchronize /
+// stream_query return it from then on, events recorded afterwards carry it,
+// and host callbacks that the driver will no longer run are called with it.
+//
+// Shutdown order (device_close, and finalize for devices a host leaked): the
+// streams (synchronized, pending callbacks settled, destroyed), the events,
+// the allocations, the module, then the primary context is released.
+#include "oar/sdk/plugin.hpp"
+
+#include <dlpack/dlpack.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "driver.h"
+#include "kernels_image.h"
+#include "oar/oar.h"
+#include "oar/sdk/allocation_table.hpp"
+
+namespace oar::cuda {
+namespace sdk = oar::sdk;
+
+// The oldest GPU the embedded kernels run on (their lowest SASS and PTX).
+constexpr int kMinComputeCapability = 80;
+constexpr uint64_t kAlignment = 256;  // cuMemAlloc aligns to at least this
+
+// What a failure of the driver becomes in OAR's codes.
+oar_status_t status_of(CUresult result) {
+  switch (result) {
+    case CUDA_SUCCESS:
+      return OAR_STATUS_OK;
+    case CUDA_ERROR_OUT_OF_MEMORY:
+      return OAR_STATUS_RESOURCE_EXHAUSTED;
+    case CUDA_ERROR_INVALID_VALUE:
+    case CUDA_ERROR_INVALID_HANDLE:
+      return OAR_STATUS_INVALID_ARGUMENT;
+    case CUDA_ERROR_NO_DEVICE:
+    case CUDA_ERROR_DEVICE_UNAVAILABLE:
+      return OAR_STATUS_UNAVAILABLE;
+    case CUDA_ERROR_LAUNCH_TIMEOUT:
+      return OAR_STATUS_DEADLINE_EXCEEDED;
+    case CUDA_ERROR_ECC_UNCORRECTABLE:
+      return OAR_STATUS_DATA_LOSS;
+    case CUDA_ERROR_NOT_FOUND:
+      return OAR_STATUS_NOT_FOUND;
+    case CUDA_ERROR_NOT_SUPPORTED:
+      return OAR_STATUS_UNIMPLEMENTED;
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_MISALIGNED_ADDRESS:
+    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case CUDA_ERROR_INVALID_PC:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case CUDA_ERROR_LAUNCH_FAILED:
+    case CUDA_ERROR_ASSERT:
+      return OAR_STATUS_ABORTED;
+    default:
+      return OAR_STATUS_INTERNAL;
+  }
+}
+
+// The errors after which the context is unusable (CUDA's sticky errors): they
+// come from asynchronous work, so they fail the stream that reports them.
+bool is_sticky(CUresult result) {
+  switch (result) {
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_MISALIGNED_ADDRESS:
+    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case CUDA_ERROR_INVALID_PC:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case CUDA_ERROR_LAUNCH_FAILED:
+    case CUDA_ERROR_LAUNCH_TIMEOUT:
+    case CUDA_ERROR_ECC_UNCORRECTABLE:
+    case CUDA_ERROR_ASSERT:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// A failure: an OAR status and its message.
+struct Failure {
+  oar_status_t code = OAR_STATUS_OK;
+  std::string message;
+  bool failed() const { return code != OAR_STATUS_OK; }
+  [[noreturn]] void raise() const { throw sdk::Error(code, message); }
+};
+
+}  // namespace oar::cuda
+
+struct oar_device_s;
+
+// One stream_add_host_callback: called exactly once, by the driver's thread
+// (cuLaunchHostFunc) or, if the stream failed first, by the plugin with the
+// failure.
+struct HostCallback {
+  oar_host_callback_fn fn = nullptr;
+  void* user_data = nullptr;
+  oar_stream_s* stream = nullptr;
+  std::atomic<bool> claimed{false};
+  std::atomic<bool> done{false};
+};
+
+struct oar_stream_s {
+  oar_device_s* device = nullptr;
+  CUstream stream = nullptr;
+  std::mutex mutex;  // guards failure and callbacks
+  oar::cuda::Failure failure;
+  std::vector<std::unique_ptr<HostCallback>> callbacks;
+};
+
+struct oar_event_s {
+  oar_device_s* device = nullptr;
+  CUevent event = nullptr;
+  bool timing = false;
+  bool recorded = false;
+  oar::cuda::Failure failure;  // of its stream's work before the record
+};
+
+struct oar_device_s {
+  int32_t index = 0;  // OAR's index
+  CUdevice device = 0;
+  CUcontext context = nullptr;
+  CUmodule module = nullptr;
+  std::map<std::string, CUfunction> functions;  // every kernel of the module
+  std::mutex mutex;
+  std::unordered_set<oar_stream_s*> streams;
+  std::unordered_set<oar_event_s*> events;
+};
+
+namespace oar::cuda {
+
+class CudaPlugin {
+ public:
+  CudaPlugin() {
+    const std::string why = discover();
+    if (!why.empty()) {
+      sdk::log(OAR_LOG_LEVEL_WARNING, "cuda: " + why + ". The plugin serves 0 devices.");
+    }
+  }
+
+  ~CudaPlugin() {
+    std::unordered_set<oar_device_s*> open;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      open.swap(open_);
+    }
+    for (oar_device_s* device : open) release(device);
+  }
+
+  // --- devices ------------------------------------------------------------------
+
+  void device_count(int32_t* out_count) {
+    sdk::require_not_null(out_count, "out_count");
+    *out_count = int32_t(devices_.size());
+  }
+
+  void device_properties(int32_t index, oar_device_properties_t* out_properties) {
+    require_index(index);
+    sdk::copy_properties(devices_[size_t(index)].properties, out_properties);
+  }
+
+  void device_open(int32_t index, oar_device_t* out_device) {
+    require_index(index);
+    sdk::require_not_null(out_device, "out_device");
+    auto device = std::make_unique<oar_device_s>();
+    device->index = index;
+    device->device = devices_[size_t(index)].device;
+    check(driver_.cuDevicePrimaryCtxRetain(&device->context, device->device),
+          "cuDevicePrimaryCtxRetain");
+    std::string what = "cuCtxSetCurrent";
+    CUresult result = driver_.cuCtxSetCurrent(device->context);
+    if (result == CUDA_SUCCESS) {
+      what = "cuModuleLoadData";
+      result = driver_.cuModuleLoadData(&device->module, kernel_image());
+    }
+    for (size_t i = 0; result == CUDA_SUCCESS && i < kernel_count(); ++i) {
+      CUfunction function = nullptr;
+      what = std::string("cuModuleGetFunction(") + kernel_names()[i] + ")";
+      result = driver_.cuModuleGetFunction(&function, device->module, kernel_names()[i]);
+      if (result == CUDA_SUCCESS) device->functions.emplace(kernel_names()[i], function);
+    }
+    if (result != CUDA_SUCCESS) {
+      if (device->module != nullptr) driver_.cuModuleUnload(device->module);
+      driver_.cuDevicePrimaryCtxRelease(device->device);
+      check(result, what.c_str());
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    open_.insert(device.get());
+    *out_device = device.release();
+  }
+
+  void device_close(oar_device_t device) {
+    if (device == nullptr) return;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      sdk::require(open_.erase(device) == 1, OAR_STATUS_INVALID_ARGUMENT,
+                   "device_close: not an open cuda device");
+    }
+    release(device);
+  }
+
+  void device_synchronize(oar_device_t device) {
+    require_device(device);
+    std::vector<oar_stream_s*> streams;
+    {
+      std::lock_guard<std::mutex> lock(device->mutex);
+      streams.assign(device->streams.begin(), device->streams.end());
+    }
+    Failure first;
+    for (oar_stream_s* stream : streams) {
+      Failure failure = synchronize(stream);
+      if (failure.failed() && !first.failed()) first = failure;
+    }
+    if (first.failed()) first.raise();
+    current(device);
+    check(driver_.cuCtxSynchronize(), "cuCtxSynchronize");
+  }
+
+  void device_memory_info(oar_device_t device, uint64_t* out_free, uint64_t* out_total) {
+    require_device(device);
+    sdk::require_not_null(out_free, "out_free");
+    sdk::require_not_null(out_total, "out_total");
+    current(device);
+    size_t free_bytes = 0, total_bytes = 0;
+    check(driver_.cuMemGetInfo(&free_bytes, &total_bytes), "cuMemGetInfo");
+    *out_free = free_bytes;
+    *out_total = total_bytes;
+  }
+
+  // --- streams ------------------------------------------------------------------
+
+  void stream_create(oar_device_t device, const oar_stream_desc_t* desc, oar_stream_t* out_stream) {
+    require_device(device);
+    sdk::check_stream_desc(desc);
+    sdk::require_not_null(out_stream, "out_stream");
+    current(device);
+    auto stream = std::make_unique<oar_stream_s>();
+    stream->device = device;
+    check(driver_.cuStreamCreate(&stream->stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    std::lock_guard<std::mutex> lock(device->mutex);
+    device->streams.insert(stream.get());
+    *out_stream = stream.release();
+  }
+
+  void stream_destroy(oar_stream_t stream) {
+    if (stream == nullptr) return;
+    oar_device_s* device = stream->device;
+    {
+      std::lock_guard<std::mutex> lock(device->mutex);
+      sdk::require(device->streams.erase(stream) == 1, OAR_STATUS_INVALID_ARGUMENT,
+                   "stream_destroy: not a stream of this plugin");
+    }
+    destroy_stream(stream);
+  }
+
+  void stream_synchronize(oar_stream_t stream) {
+    sdk::require_not_null(stream, "stream");
+    Failure failure = synchronize(stream);
+    if (failure.failed()) failure.raise();
+  }
+
+  void stream_query(oar_stream_t stream, bool* out_idle) {
+    sdk::require_not_null(stream, "stream");
+    sdk::require_not_null(out_idle, "out_idle");
+    raise_if_failed(stream);
+    current(stream->device);
+    CUresult result = driver_.cuStreamQuery(stream->stream);
+    if (result == CUDA_ERROR_NOT_READY) {
+      *out_idle = false;
+      return;
+    }
+    if (result != CUDA_SUCCESS) fail(stream, result, "cuStreamQuery").raise();
+    *out_idle = true;
+  }
+
+  void stream_wait_event(oar_stream_t stream, oar_event_t event) {
+    sdk::require_not_null(stream, "stream");
+    sdk::require_not_null(event, "event");
+    sdk::require(event->recorded, OAR_STATUS_FAILED_PRECONDITION,
+                 "stream_wait_event: the event was never recorded");
+    sdk::require(event->device == stream->device, OAR_STATUS_INVALID_ARGUMENT,
+                 "stream_wait_event: the event belongs to another device");
+    current(stream->device);
+    enqueue(stream, driver_.cuStreamWaitEvent(stream->stream, event->event, 0),
+            "cuStreamWaitEvent");
+  }
+
+  void stream_add_host_callback(oar_stream_t stream, oar_host_callback_fn callback,
+                                void* user_data) {
+    sdk::require_not_null(stream, "stream");
+    sdk::require_not_null(callback, "callback");
+    auto entry = std::make_unique<HostCallback>();
+    entry->fn = callback;
+    entry->user_data = user_data;
+    entry->stream = stream;
+    HostCallback* raw = entry.get();
+    {
+      std::lock_guard<std::mutex> lock(stream->mutex);
+      // Forget the callbacks that have run (their trampolines have returned).
+      auto& list = stream->callbacks;
+      list.erase(
+          std::remove_if(list.begin(), list.end(),
+                         [](const std::unique_ptr<HostCallback>& c) { return c->done.load(); }),
+          list.end());
+      if (stream->failure.failed()) {
+        // The driver runs nothing more on a failed stream: call it now, after
+        // the lock, with the failure.
+        raw->claimed = true;
+      }
+      list.push_back(std::move(entry));
+    }
+    if (raw->claimed) {
+      run_callback(raw, failure_of(stream).code);
+      return;
+    }
+    current(stream->device);
+    CUresult result = driver_.cuLaunchHostFunc(stream->stream, &CudaPlugin::trampoline, raw);
+    if (result != CUDA_SUCCESS) {
+      raw->claimed = true;
+      raw->done = true;
+      enqueue(stream, result, "cuLaunchHostFunc");
+    }
+  }
+
+  // --- events -------------------------------------------------------------------
+
+  void event_create(oar_device_t device, uint32_t flags, oar_event_t* out_event) {
+    require_device(device);
+    sdk::check_event_flags(flags, true);
+    sdk::require_not_null(out_event, "out_event");
+    current(device);
+    auto event = std::make_unique<oar_event_s>();
+    event->device = device;
+    event->timing = (flags & OAR_EVENT_FLAG_TIMING) != 0;
+    check(driver_.cuEventCreate(&event->event,
+                                event->timing ? CU_EVENT_DEFAULT : CU_EVENT_DISABLE_TIMING),
+          "cuEventCreate");
+    std::lock_guard<std::mutex> lock(device->mutex);
+    device->events.insert(event.get());
+    *out_event = event.release();
+  }
+
+  void event_destroy(oar_event_t event) {
+    if (event == nullptr) return;
+    oar_device_s* device = event->device;
+    {
+      std::lock_guard<std::mutex> lock(device->mutex);
+      sdk::require(device->events.erase(event) == 1, OAR_STATUS_INVALID_ARGUMENT,
+                   "event_destroy: not an event of this plugin");
+    }
+    current(device);
+    driver_.cuEventDestroy(event->event);
+    delete event;
+  }
+
+  void event_record(oar_event_t event, oar_stream_t stream) {
+    sdk::require_not_null(event, "event");
+    sdk::require_not_null(stream, "stream");
+    sdk::require(event->device == stream->device, OAR_STATUS_INVALID_ARGUMENT,
+                 "event_record: the event and the stream belong to different devices");
+    current(stream->device);
+    event->failure = failure_of(stream);
+    event->recorded = true;
+    if (event->failure.failed()) return;
+    CUresult result = driver_.cuEventRecord(event->event, stream->stream);
+    if (result != CUDA_SUCCESS) {
+      event->failure = fail(stream, result, "cuEventRecord");
+      event->failure.raise();
+    }
+  }
+
+  void event_query(oar_event_t event, bool* out_done) {
+    sdk::require_not_null(event, "event");
+    sdk::require_not_null(out_done, "out_done");
+    if (!event->recorded) {
+      *out_done = true;
+      return;
+    }
+    if (event->failure.failed()) event->failure.raise();
+    current(event->device);
+    CUresult result = driver_.cuEventQuery(event->event);
+    if (result == CUDA_ERROR_NOT_READY) {
+      *out_done = false;
+      return;
+    }
+    if (result != CUDA_SUCCESS) {
+      event->failure = failure("cuEventQuery", result);
+      event->failure.raise();
+    }
+    *out_done = true;
+  }
+
+  void event_synchronize(oar_event_t event) {
+    sdk::require_not_null(event, "event");
+    if (!event->recorded) return;
+    if (event->failure.failed()) event->failure.raise();
+    current(event->device);
+    CUresult result = driver_.cuEventSynchronize(event->event);
+    if (result != CUDA_SUCCESS) {
+      event->failure = failure("cuEventSynchronize", result);
+      event->failure.raise();
+    }
+  }
+
+  void event_elapsed_ms(oar_event_t start, oar_event_t end, float* out_ms) {
+    sdk::require_not_null(start, "start");
+    sdk::require_not_null(end, "end");
+    sdk::require_not_null(out_ms, "out_ms");
+    for (oar_event_t event : {start, end}) {
+      sdk::require(event->timing, OAR_STATUS_FAILED_PRECONDITION,
+                   "event_elapsed_ms: an event was not created with OAR_EVENT_FLAG_TIMING");
+      sdk::require(event->recorded, OAR_STATUS_FAILED_PRECONDITION,
+                   "event_elapsed_ms: an event was never recorded");
+      if (event->failure.failed()) event->failure.raise();
+    }
+    sdk::require(start->device == end->device, OAR_STATUS_INVALID_ARGUMENT,
+                 "event_elapsed_ms: the events belong to different devices");
+    current(start->device);
+    float ms = 0.0f;
+    CUresult result = driver_.cuEventElapsedTime(&ms, start->event, end->event);
+    sdk::require(result != CUDA_ERROR_NOT_READY, OAR_STATUS_FAILED_PRECONDITION,
+                 "event_elapsed_ms: an event is not complete");
+    check(result, "cuEventElapsedTime");
+    *out_ms = ms;
+  }
+
+  // --- memory -------------------------------------------------------------------
+
+  void memory_allocate(oar_device_t device, uint64_t size, uint32_t kind,
+                       oar_memory_t* out_memory) {
+    require_device(device);
+    sdk::require_not_null(out_memory, "out_memory");
+    const oar_device_properties_t& p = devices_[size_t(device->index)].properties;
+    sdk::require(kind == OAR_MEMORY_KIND_DEVICE || kind == OAR_MEMORY_KIND_HOST_PINNED,
+                 OAR_STATUS_INVALID_ARGUMENT,
+                 "memory_allocate: kind " + std::to_string(kind) +
+                     " is not one the device lists (DEVICE, HOST_PINNED)");
+    sdk::require(size <= p.max_allocation_size, OAR_STATUS_INVALID_ARGUMENT,
+                 "memory_allocate: " + std::to_string(size) + " bytes exceed max_allocation_size " +
+                     std::to_string(p.max_allocation_size));
+    current(device);
+    const size_t bytes = size == 0 ? 1 : size_t(size);  // a zero-size handle is still unique
+    void* address = nullptr;
+    if (kind == OAR_MEMORY_KIND_DEVICE) {
+      CUdeviceptr pointer = 0;
+      check(driver_.cuMemAlloc(&pointer, bytes), "cuMemAlloc");
+      address = reinterpret_cast<void*>(uintptr_t(pointer));
+    } else {
+      check(driver_.cuMemHostAlloc(&address, bytes, CU_MEMHOSTALLOC_PORTABLE), "cuMemHostAlloc");
+    }
+    allocations_.insert(address, {size, kind, device});
+    *out_memory = static_cast<oar_memory_t>(address);
+  }
+
+  void memory_free(oar_device_t device, oar_memory_t memory) {
+    if (memory == nullptr) return;
+    require_device(device);
+    sdk::AllocationTable::Allocation allocation = allocations_.erase(memory, device);
+    current(device);
+    check(free_memory(memory, allocation.kind), "memory_free");
+  }
+
+  void memory_host_address(oar_device_t device, oar_memory_t memory, void** out_address) {
+    require_device(device);
+    sdk::require_not_null(out_address, "out_address");
+    sdk::AllocationTable::Allocation allocation;
+    sdk::require(allocations_.find(memory, &allocation) && allocation.device == device,
+                 OAR_STATUS_INVALID_ARGUMENT,
+                 "memory_host_address: not an allocation of this device");
+    sdk::require(allocation.kind == OAR_MEMORY_KIND_HOST_PINNED, OAR_STATUS_INVALID_ARGUMENT,
+                 "memory_host_address: the allocation is device memory, not host-visible");
+    *out_address = memory;
+  }
+
+  void memory_copy_h2d(oar_stream_t stream, oar_memory_t dst, uint64_t dst_offset, const void* src,
+                       uint64_t size) {
+    sdk::require_not_null(stream, "stream");
+    allocations_.check_range(dst, dst_offset, size, "memory_copy_h2d destination");
+    if (size == 0) return;
+    sdk::require_not_null(src, "memory_copy_h2d source");
+    raise_if_failed(stream);
+    current(stream->device);
+    enqueue(stream,
+            driver_.cuMemcpyHtoDAsync(address(dst, dst_offset), src, size_t(size), stream->stream),
+            "cuMemcpyHtoDAsync");
+  }
+
+  void memory_copy_d2h(oar_stream_t stream, void* dst, oar_memory_t src, uint64_t src_offset,
+                       uint64_t size) {
+    sdk::require_not_null(stream, "stream");
+    allocations_.check_range(src, src_offset, size, "memory_copy_d2h source");
+    if (size == 0) return;
+    sdk::require_not_null(dst, "memory_copy_d2h destination");
+    raise_if_failed(stream);
+    current(stream->device);
+    enqueue(stream,
+            driver_.cuMemcpyDtoHAsync(dst, address(src, src_offset), size_t(size), stream->stream),
+            "cuMemcpyDtoHAsync");
+  }
+
+  void memory_copy_d2d(oar_stream_t stream, oar_memory_t dst, uint64_t dst_offset, oar_memory_t src,
+                       uint64_t src_offset, uint64_t size) {
+    sdk::require_not_null(stream, "stream");
+    allocations_.check_range(dst, dst_offset, size, "memory_copy_d2d destination");
+    allocations_.check_range(src, src_offset, size, "memory_copy_d2d source");
+    const CUdeviceptr to = address(dst, dst_offset), from = address(src, src_offset);
+    if (size == 0 || to == from) return;  // identical ranges: nothing to move
+    sdk::require(to + size <= from || from + size <= to, OAR_STATUS_INVALID_ARGUMENT,
+                 "memory_copy_d2d: source and destination ranges partly overlap");
+    raise_if_failed(stream);
+    current(stream->device);
+    enqueue(stream, driver_.cuMemcpyAsync(to, from, size_t(size), stream->stream), "cuMemcpyAsync");
+  }
+
+  void memory_fill(oar_stream_t stream, oar_memory_t dst, uint64_t dst_offset, uint8_t value,
+                   uint64_t size) {
+    sdk::require_not_null(stream, "stream");
+    allocations_.check_range(dst, dst_offset, size, "memory_fill destination");
+    if (size == 0) return;
+    raise_if_failed(stream);
+    current(stream->device);
+    enqueue(stream,
+            driver_.cuMemsetD8Async(address(dst, dst_offset), value, size_t(size), stream->stream),
+            "cuMemsetD8Async");
+  }
+
+ private:
+  struct DeviceInfo {
+    CUdevice device = 0;
+    oar_device_properties_t properties{};
+  };
+
+  // Loads the driver and lists the devices; returns why there are none.
+  std::string discover() {
+    if (!driver_.available()) return driver_.why();
+    CUresult result = driver_.cuInit(0);
+    if (result == CUDA_ERROR_NO_DEVICE) return "no device (cuInit: CUDA_ERROR_NO_DEVICE)";
+    if (result != CUDA_SUCCESS) return "cuInit failed: " + driver_.error_name(result);
+    int count = 0;
+    result = driver_.cuDeviceGetCount(&count);
+    if (result != CUDA_SUCCESS) return "cuDeviceGetCount failed: " + driver_.error_name(result);
+    if (count == 0) return "no device";
+    int version = 0;
+    driver_.cuDriverGetVersion(&version);
+    const std::string driver_version = "CUDA driver API " + std::to_string(version / 1000) + "." +
+                                       std::to_string(version % 1000 / 10);
+    for (int i = 0; i < count; ++i) {
+      DeviceInfo info;
+      std::string problem = describe(i, driver_version, &info);
+      if (problem.empty()) {
+        devices_.push_back(info);
+      } else {
+        sdk::log(OAR_LOG_LEVEL_WARNING,
+                 "cuda: device " + std::to_string(i) + " skipped: " + problem);
+      }
+    }
+    if (devices_.empty()) return "no usable device (" + std::to_string(count) + " skipped)";
+    return "";
+  }
+
+  std::string describe(int ordinal, const std::string& driver_version, DeviceInfo* info) {
+    CUdevice device = 0;
+    CUresult result = driver_.cuDeviceGet(&device, ordinal);
+    if (result != CUDA_SUCCESS) return "cuDeviceGet: " + driver_.error_name(result);
+    char name[OAR_DEVICE_NAME_SIZE] = {};
+    size_t total = 0;
+    int major = 0, minor = 0, units = 0;
+    result = driver_.cuDeviceGetName(name, int(sizeof name) - 1, device);
+    if (result == CUDA_SUCCESS) result = driver_.cuDeviceTotalMem(&total, device);
+    if (result == CUDA_SUCCESS)
+      result = driver_.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                                            device);
+    if (result == CUDA_SUCCESS)
+      result = driver_.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                                            device);
+    if (result == CUDA_SUCCESS)
+      result =
+          driver_.cuDeviceGetAttribute(&units, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device);
+    if (result != CUDA_SUCCESS) return "reading its properties: " + driver_.error_name(result);
+    const int capability = major * 10 + minor;
+    if (capability < kMinComputeCapability) {
+      return std::string(name) + " is sm_" + std::to_string(capability) +
+             ", older than sm_80, the oldest target of the plugin's kernels";
+    }
+    info->device = device;
+    oar_device_properties_t& p = info->properties;
+    p.struct_size = OAR_DEVICE_PROPERTIES_STRUCT_SIZE;
+    sdk::copy_text(p.name, name);
+    sdk::copy_text(p.vendor, "NVIDIA");
+    sdk::copy_text(p.driver_version, driver_version + ", sm_" + std::to_string(capability));
+    p.kind = OAR_DEVICE_KIND_GPU;
+    p.dlpack_device_type = kDLCUDA;
+    p.total_memory = total;
+    p.max_allocation_size = total;
+    p.min_alignment = kAlignment;
+    p.memory_kinds = OAR_MEMORY_KIND_DEVICE | OAR_MEMORY_KIND_HOST_PINNED;
+    // Every GPU the kernels run on (sm_80+) computes f16, bf16 and f64 and
+    // has int8 dot products (dp4a, sm_61+).
+    p.dtypes = OAR_DTYPE_SUPPORT_F16 | OAR_DTYPE_SUPPORT_BF16 | OAR_DTYPE_SUPPORT_F64 |
+               OAR_DTYPE_SUPPORT_INT8_DOT;
+    p.features = OAR_DEVICE_FEATURE_TIMING_EVENTS | OAR_DEVICE_FEATURE_ASYNC_COPIES |
+                 OAR_DEVICE_FEATURE_HOST_CALLBACKS;
+    p.compute_units = uint32_t(units);
+    return "";
+  }
+
+  void require_index(int32_t index) const {
+    sdk::require(index >= 0 && size_t(index) < devices_.size(), OAR_STATUS_OUT_OF_RANGE,
+                 "device index " + std::to_string(index) + " is out of range (" +
+                     std::to_string(devices_.size()) + " device(s))");
+  }
+
+  static void require_device(oar_device_t device) { sdk::require_not_null(device, "device"); }
+
+  static CUdeviceptr address(oar_memory_t memory, uint64_t offset) {
+    return CUdeviceptr(reinterpret_cast<uintptr_t>(memory)) + offset;
+  }
+
+  Failure failure(const char* call, CUresult result) const {
+    return {status_of(result),
+            std::string("cuda: ") + call + " failed: " + driver_.error_text(result)};
+  }
+
+  void check(CUresult result, const char* call) const {
+    if (result != CUDA_SUCCESS) failure(call, result).raise();
+  }
+
+  void current(oar_device_s* device) const {
+    check(driver_.cuCtxSetCurrent(device->context), "cuCtxSetCurrent");
+  }
+
+  // The result of enqueuing work: a sticky error (a fault of earlier
+  // asynchronous work) fails the stream; any error throws.
+  void enqueue(oar_stream_s* stream, CUresult result, const char* call) {
+    if (result == CUDA_SUCCESS) return;
+    if (is_sticky(result)) fail(stream, result, call).raise();
+    failure(call, result).raise();
+  }
+
+  static Failure failure_of(oar_stream_s* stream) {
+    std::lock_guard<std::mutex> lock(stream->mutex);
+    return stream->failure;
+  }
+
+  static void raise_if_failed(oar_stream_s* stream) {
+    Failure failure = failure_of(stream);
+    if (failure.failed()) failure.raise();
+  }
+
+  // Puts |stream| into the failed state (the first failure stays) and calls,
+  // with the failure, the host callbacks the driver will not run any more.
+  Failure fail(oar_stream_s* stream, CUresult result, const char* call) {
+    std::vector<HostCallback*> orphans;
+    Failure failed;
+    {
+      std::lock_guard<std::mutex> lock(stream->mutex);
+      if (!stream->failure.failed()) stream->failure = failure(call, result);
+      failed = stream->failure;
+      if (is_sticky(result)) {
+        for (auto& c : stream->callbacks) {
+          if (!c->claimed.exchange(true)) orphans.push_back(c.get());
+        }
+      }
+    }
+    for (HostCallback* c : orphans) run_callback(c, failed.code);
+    return failed;
+  }
+
+  // Waits for |stream|'s work; returns its failure (the stream's state).
+  Failure synchronize(oar_stream_s* stream) {
+    Failure failure = failure_of(stream);
+    if (failure.failed()) return failure;
+    current(stream->device);
+    CUresult result = driver_.cuStreamSynchronize(stream->stream);
+    if (result != CUDA_SUCCESS) return fail(stream, result, "cuStreamSynchronize");
+    return {};
+  }
+
+  static void run_callback(HostCallback* c, oar_status_t status) {
+    c->fn(c->user_data, status);
+    c->done = true;
+  }
+
+  // cuLaunchHostFunc's function: the driver calls it on its own thread once
+  // the stream's earlier work completed.
+  static void CUDA_CB trampoline(void* user_data) {
+    auto* c = static_cast<HostCallback*>(user_data);
+    if (c->claimed.exchange(true)) return;  // the plugin called it with a failure
+    run_callback(c, failure_of(c->stream).code);
+  }
+
+  CUresult free_memory(oar_memory_t memory, uint32_t kind) const {
+    return kind == OAR_MEMORY_KIND_DEVICE
+               ? driver_.cuMemFree(CUdeviceptr(reinterpret_cast<uintptr_t>(memory)))
+               : driver_.cuMemFreeHost(memory);
+  }
+
+  // Synchronizes, settles the callbacks and destroys |stream| (already
+  // removed from its device). A pending asynchronous error is dropped.
+  void destroy_stream(oar_stream_s* stream) {
+    std::unique_ptr<oar_stream_s> owned(stream);
+    (void)synchronize(stream);
+    std::vector<HostCallback*> orphans;
+    {
+      std::lock_guard<std::mutex> lock(stream->mutex);
+      for (auto& c : stream->callbacks) {
+        if (!c->claimed.exchange(true)) orphans.push_back(c.get());
+      }
+    }
+    const oar_status_t status =
+        stream->failure.failed() ? stream->failure.code : OAR_STATUS_CANCELLED;
+    for (HostCallback* c : orphans) run_callback(c, status);
+    if (driver_.cuCtxSetCurrent(stream->device->context) == CUDA_SUCCESS) {
+      driver_.cuStreamDestroy(stream->stream);
+    }
+  }
+
+  // Shutdown order: streams, events, memory, module, context.
+  void release(oar_device_s* device) {
+    std::unordered_set<oar_stream_s*> streams;
+    std::unordered_set<oar_event_s*> events;
+    {
+      std::lock_guard<std::mutex> lock(device->mutex);
+      streams.swap(device->streams);
+      events.swap(device->events);
+    }
+    for (oar_stream_s* stream : streams) destroy_stream(stream);
+    const bool usable = driver_.cuCtxSetCurrent(device->context) == CUDA_SUCCESS;
+    for (oar_event_s* event : events) {
+      if (usable) driver_.cuEventDestroy(event->event);
+      delete event;
+    }
+    size_t leaked = 0;
+    for (auto& [memory, allocation] : allocations_.take_all(device)) {
+      if (usable) free_memory(static_cast<oar_memory_t>(memory), allocation.kind);
+      ++leaked;
+    }
+    if (!streams.empty() || !events.empty() || leaked != 0) {
+      sdk::log(OAR_LOG_LEVEL_WARNING,
+               "cuda: device " + std::to_string(device->index) + " closed with " +
+                   std::to_string(streams.size()) + " stream(s), " + std::to_string(events.size()) +
+                   " event(s) and " + std::to_string(leaked) + " allocation(s) still open");
+    }
+    if (usable && device->module != nullptr) driver_.cuModuleUnload(device->module);
+    driver_.cuDevicePrimaryCtxRelease(device->device);
+    delete device;
+  }
+
+  Driver driver_;  // first member: unloaded last
+  std::vector<DeviceInfo> devices_;
+  std::mutex mutex_;
+  std::unordered_set<oar_device_s*> open_;
+  sdk::AllocationTable allocations_{"cuda", sdk::AllocationTable::Unknown::kRefuse};
+};
+
+}  // namespace oar::cuda
+
+OAR_PLUGIN_DEFINE(oar::cuda::CudaPlugin, OAR_PLUGIN_NAME, "0.1.0", "OAR project")

@@ -1,0 +1,41 @@
+# cmake -DOAR=<oar> -DMANIFEST=<cuda.json> -DCASE=real|fake [-DFAKE=<fake libcuda>]
+#       -P check_oar_list.cmake
+# Runs `oar list` with only the cuda plugin and checks what it says.
+function(oar_list out)
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env OAR_PLUGINS=${MANIFEST} ${ARGN} ${OAR} list
+                  OUTPUT_VARIABLE stdout ERROR_VARIABLE stderr RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "oar list failed (${rc}):\n${stdout}${stderr}")
+  endif()
+  if(NOT stdout MATCHES "cuda +loaded")
+    message(FATAL_ERROR "oar list: the cuda plugin did not load:\n${stdout}${stderr}")
+  endif()
+  set(${out} "${stdout}${stderr}" PARENT_SCOPE)
+endfunction()
+
+function(expect text regex)
+  if(NOT text MATCHES "${regex}")
+    message(FATAL_ERROR "oar list: expected /${regex}/ in:\n${text}")
+  endif()
+endfunction()
+
+if(CASE STREQUAL "real")
+  # No GPU here: zero devices and the reason; on a GPU machine, its devices.
+  oar_list(text OAR_CUDA_DRIVER=)
+  if(text MATCHES "cuda +loaded[^\n]* 0 device\\(s\\)")
+    expect("${text}" "cuda: (no NVIDIA driver: libcuda.so.1 not found|cuInit failed: CUDA_ERROR_[A-Z_]+|no device)[^\n]*The plugin serves 0 devices")
+  else()
+    expect("${text}" "cuda:0 ")
+  endif()
+else()
+  oar_list(text OAR_CUDA_DRIVER=${FAKE}.absent)
+  expect("${text}" "cuda: no NVIDIA driver: ${FAKE}.absent not found")
+  expect("${text}" "cuda +loaded[^\n]* 0 device\\(s\\)")
+  oar_list(text OAR_CUDA_DRIVER=${FAKE} OAR_CUDA_FAKE_INIT_ERROR=999)
+  expect("${text}" "cuda: cuInit failed: CUDA_ERROR_UNKNOWN")
+  oar_list(text OAR_CUDA_DRIVER=${FAKE} OAR_CUDA_FAKE_DEVICES=0)
+  expect("${text}" "cuda: no device \\(cuInit: CUDA_ERROR_NO_DEVICE\\)")
+  oar_list(text OAR_CUDA_DRIVER=${FAKE} OAR_CUDA_FAKE_DEVICES=2)
+  expect("${text}" "cuda +loaded[^\n]* 2 device\\(s\\)")
+  expect("${text}" "cuda:1 +OAR fake CUDA device 1 \\(no GPU\\) \\| gpu \\| 1.0 GiB")
+endif()

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Certifies OAR's GPU plugin on a machine with an NVIDIA GPU, its driver and the
+# CUDA toolkit: builds OAR with the cuda plugin (other GPU plugins off), runs
+# `oar list`, the cuda plugin's own tests and `oar-conform --plugin cuda`, and
+# writes everything under one report folder.
+#
+#   scripts/certify-gpu.sh [REPORT_DIR]     (default: ./oar-gpu-report)
+#   BUILD_DIR=...   the build folder (default build-gpu)
+#   JOBS=...        parallel build jobs (default: all cores)
+#
+# Exit status: oar-conform's verdict (0 certified), or 2 if no GPU is seen.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+REPORT="$(mkdir -p "${1:-oar-gpu-report}" && cd "${1:-oar-gpu-report}" && pwd)"
+BUILD="${BUILD_DIR:-$ROOT/build-gpu}"
+JOBS="${JOBS:-$(nproc)}"
+
+command -v nvidia-smi >/dev/null && nvidia-smi > "$REPORT/nvidia-smi.txt" 2>&1 || true
+cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DOAR_PLUGIN_CUDA=ON -DOAR_PLUGIN_OPENCL=OFF -DOAR_PLUGIN_VULKAN=OFF \
+  -DOAR_BUILD_BENCHMARKS=OFF | tee "$REPORT/configure.txt"
+if grep -q "cuda plugin: skipped" "$REPORT/configure.txt"; then
+  echo "certify-gpu: the cuda plugin was not configured (see $REPORT/configure.txt)" >&2
+  exit 2
+fi
+ninja -C "$BUILD" -j "$JOBS" oar_cli oar_conform oar_plugin_cuda oar_cuda_plugin_test \
+  oar_cuda_fake_driver | tail -n 3
+
+export OAR_PLUGINS="$BUILD/share/oar/plugins.d/cuda.json"
+"$BUILD/bin/oar" list | tee "$REPORT/oar-list.txt"
+"$BUILD/bin/oar" list --json > "$REPORT/oar-list.json"
+if grep -q "cuda .* 0 device(s)" "$REPORT/oar-list.txt"; then
+  echo "certify-gpu: the cuda plugin sees no GPU (the reason is above)" >&2
+  exit 2
+fi
+(cd "$BUILD" && ctest -R cuda_plugin --output-on-failure) | tee "$REPORT/ctest-cuda.txt"
+
+set +e
+"$BUILD/bin/oar-conform" --plugin cuda \
+  --expectations "$ROOT/plugins/cuda/conformance.json" --report "$REPORT/conformance" \
+  2>&1 | tee "$REPORT/oar-conform.txt"
+verdict=${PIPESTATUS[0]}
+set -e
+echo "certify-gpu: oar-conform exit $verdict; reports in $REPORT"
+exit "$verdict"
