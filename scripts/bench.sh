@@ -60,6 +60,10 @@ limited() { if [ -n "$timeout_s" ]; then timeout "$timeout_s" "$@"; else "$@"; f
 loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 
 load_start="$(loadavg)"
+revision="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+if [ -n "$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+  revision="$revision with uncommitted changes"
+fi
 failed=()
 
 # run_gb NAME REPETITIONS QUICK_FILTER [extra args]: one Google Benchmark
@@ -69,7 +73,7 @@ run_gb() {
   shift 3
   local bin="$build/bin/$name"
   wanted "$name" || return 0
-  rm -f "$out/json/$name.json" "$out/json/$name.min_time"
+  rm -f "$out/json/$name.json" "$out/json/$name.min_time" "$out/json/$name.revision"
   if [ ! -x "$bin" ]; then
     echo "bench.sh: $name: not built in $build, left out"
     return 0
@@ -87,6 +91,7 @@ run_gb() {
     fi
   fi
   echo "bench.sh: $name ($(date -u +%H:%M:%S), load $(loadavg))"
+  echo "$revision" > "$out/json/$name.revision"
   if ! limited "$bin" "${args[@]}" "$@" > "$out/$name.log" 2>&1; then
     echo "bench.sh: $name failed, see $out/$name.log" >&2
     failed+=("$name")
@@ -110,6 +115,7 @@ if wanted paddle; then
     echo "bench.sh: paddle: no Paddle environment ($python) or adapter in $build, left out"
   else
     rm -f "$out/json/paddle.json"
+    echo "$revision" > "$out/json/paddle.revision"
     args=(--build "$build" --out "$out/json/paddle.json")
     [ "$quick" = 1 ] && args+=(--quick --kernels add_16Mi --models mlp)
     echo "bench.sh: paddle ($(date -u +%H:%M:%S), load $(loadavg))"
@@ -124,10 +130,6 @@ if wanted paddle; then
 fi
 
 load_end="$(loadavg)"
-revision="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
-if [ -n "$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null)" ]; then
-  revision="$revision with uncommitted changes"
-fi
 cpu="$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
 
 # Every program's results in the folder: this run's, and with --only the
