@@ -25,6 +25,16 @@
 //                      "ops/s" is the figure. SmallOps/Paired alternates
 //                      the two OAR variants in one loop and reports their
 //                      ratio.
+//   HostCost/Paired    kOps back-to-back 1-element adds + one synchronize
+//                      through OAR against the same dispatches recorded
+//                      natively (push descriptors, push constants, a barrier
+//                      between dispatches, 64 per command buffer, one submit
+//                      each, one fence wait), alternating in one loop:
+//                      CPU time of the submitting thread per op (issue 18:
+//                      <= 1.5 us through OAR).
+//   Matmul/Paired      f32 matmul on vulkan and on the cpu plugin (OpenBLAS on
+//                      the same cores) alternating in one loop: GFLOP/s
+//                      medians and their ratio (issue 18: >= 0.6 at 1024^3).
 //
 // The native side uses its own instance and device (Vulkan 1.2, the first
 // physical device with a compute queue) and the plugin's empty.comp SPIR-V.
@@ -36,6 +46,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -75,7 +86,7 @@ oar::Runtime& runtime() {
     oar::RuntimeOptions options;
     options.use_environment = false;
     options.search_install_prefix = false;
-    options.plugin_files = {OAR_BENCH_VULKAN_MANIFEST};
+    options.plugin_files = {OAR_BENCH_VULKAN_MANIFEST, OAR_BENCH_CPU_MANIFEST};
     return new oar::Runtime(options);  // lives until exit: benchmarks share it
   }();
   return *instance;
@@ -811,6 +822,169 @@ void BM_SmallOps_NativeSubmitPerOp(benchmark::State& state) {
 }
 BENCHMARK(BM_SmallOps_NativeSubmitPerOp)
     ->Name("SmallOps/NativeSubmitPerOp")
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+// ---- host cost per op -----------------------------------------------------
+
+// CPU seconds the calling thread has used.
+double thread_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
+}
+
+// The dispatch of SameDispatch (OAR's 1-element f32 add) recorded kOps times
+// natively, as a batching op-by-op runtime would at best: per op bind, push
+// descriptors, push constants, dispatch and a compute-to-compute barrier,
+// kBatch ops per command buffer, one vkQueueSubmit per command buffer and a
+// fence wait after the last.
+struct NativeBatches {
+  static constexpr int kBatch = 64;
+  SameDispatch same{true};
+  std::vector<VkCommandBuffer> buffers;
+
+  NativeBatches() {
+    buffers.resize((kOps + kBatch - 1) / kBatch);
+    VkCommandBufferAllocateInfo allocate{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    allocate.commandPool = same.n.pool;
+    allocate.commandBufferCount = uint32_t(buffers.size());
+    vk(vkAllocateCommandBuffers(same.n.device, &allocate, buffers.data()),
+       "vkAllocateCommandBuffers");
+  }
+  NativeBatches(const NativeBatches&) = delete;
+  NativeBatches& operator=(const NativeBatches&) = delete;
+  ~NativeBatches() {
+    vkDeviceWaitIdle(same.n.device);
+    vkFreeCommandBuffers(same.n.device, same.n.pool, uint32_t(buffers.size()), buffers.data());
+  }
+
+  void round() {
+    Native& n = same.n;
+    int done = 0;
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      VkCommandBuffer commands = buffers[i];
+      VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+      begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+      vk(vkBeginCommandBuffer(commands, &begin), "vkBeginCommandBuffer");
+      for (int j = 0; j < kBatch && done < kOps; ++j, ++done) {
+        if (j > 0) {
+          VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+          barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+          barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+          vkCmdPipelineBarrier(commands, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                               VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &barrier, 0, nullptr, 0,
+                               nullptr);
+        }
+        vkCmdBindPipeline(commands, VK_PIPELINE_BIND_POINT_COMPUTE, same.pipeline);
+        same.push_descriptors(commands, VK_PIPELINE_BIND_POINT_COMPUTE, same.layout, 0,
+                              SameDispatch::kBindings, same.writes);
+        vkCmdPushConstants(commands, same.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(same.push),
+                           same.push);
+        vkCmdDispatch(commands, 1, 1, 1);
+      }
+      vk(vkEndCommandBuffer(commands), "vkEndCommandBuffer");
+      bool last = i + 1 == buffers.size();
+      VkSubmitInfo info{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+      info.commandBufferCount = 1;
+      info.pCommandBuffers = &commands;
+      vk(vkQueueSubmit(n.queue, 1, &info, last ? n.fence : VK_NULL_HANDLE), "vkQueueSubmit");
+    }
+    vk(vkWaitForFences(n.device, 1, &n.fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+    vkResetFences(n.device, 1, &n.fence);
+  }
+};
+
+// kOps back-to-back 1-element f32 adds through OAR, then one synchronize,
+// alternating with NativeBatches in one loop (each first in turn). Counters:
+// oar_cpu_us_per_op and native_cpu_us_per_op, the CPU time of the submitting
+// thread per op (medians over the rounds; the drivers' and OAR's worker
+// threads are not counted), their ratio and difference, and the wall time per
+// op of each.
+void BM_HostCost_Paired(benchmark::State& state) {
+  oar::Stream& stream = device().default_stream();
+  oar::Tensor a = oar::Tensor::empty(device(), {1}, oar::dtype::f32);
+  oar::Tensor b = oar::Tensor::empty(device(), {1}, oar::dtype::f32);
+  oar::Tensor c = oar::Tensor::empty(device(), {1}, oar::dtype::f32);
+  const oar::OpId add("add");
+  NativeBatches native_batches;
+  auto through_oar = [&] {
+    for (int i = 0; i < kOps; ++i) oar::dispatch(stream, add, {&a, &b}, {&c});
+    stream.synchronize();
+  };
+  through_oar();  // pipelines, command buffers and parameter blocks created
+  native_batches.round();
+  std::vector<double> cpu[2];
+  auto timed = [&](int which, const std::function<void()>& body) {
+    return [&cpu, which, body] {
+      double start = thread_cpu_seconds();
+      body();
+      cpu[which].push_back(thread_cpu_seconds() - start);
+    };
+  };
+  std::vector<std::vector<double>> wall =
+      interleave(state, {timed(0, through_oar), timed(1, [&] { native_batches.round(); })});
+  double o = median(cpu[0]) * 1e6 / kOps, n = median(cpu[1]) * 1e6 / kOps;
+  state.counters["oar_cpu_us_per_op"] = o;
+  state.counters["native_cpu_us_per_op"] = n;
+  state.counters["ratio"] = n > 0 ? o / n : 0;
+  state.counters["oar_minus_native_us"] = o - n;
+  state.counters["oar_wall_us_per_op"] = median(wall[0]) * 1e6 / kOps;
+  state.counters["native_wall_us_per_op"] = median(wall[1]) * 1e6 / kOps;
+}
+BENCHMARK(BM_HostCost_Paired)
+    ->Name("HostCost/Paired")
+    ->Iterations(40)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+// ---- matmul against the cpu plugin ----------------------------------------
+
+// An f32 matmul [m, k] x [k, n] on |on|, inputs filled, run once (pipeline
+// created, first-use costs paid).
+struct MatmulOn {
+  oar::Stream& stream;
+  oar::Tensor a, b, c;
+  MatmulOn(oar::Device& on, int64_t m, int64_t n, int64_t k)
+      : stream(on.default_stream()),
+        a(oar::Tensor::empty(on, {m, k}, oar::dtype::f32)),
+        b(oar::Tensor::empty(on, {k, n}, oar::dtype::f32)),
+        c(oar::Tensor::empty(on, {m, n}, oar::dtype::f32)) {
+    std::vector<float> values(size_t(std::max(m, n) * k));
+    for (size_t i = 0; i < values.size(); ++i) values[i] = float(i % 7) * 0.25f - 0.5f;
+    a.copy_from_host(stream, values.data());
+    b.copy_from_host(stream, values.data());
+    run();
+  }
+  void run() {
+    oar::ops::matmul(stream, a, b, c);
+    stream.synchronize();
+  }
+};
+
+// f32 matmul of shape (m, n, k) on vulkan and on the cpu plugin alternating
+// in one loop, each first in turn: vulkan_GFLOP/s, cpu_GFLOP/s (medians)
+// and ratio = vulkan / cpu.
+void BM_Matmul_Paired(benchmark::State& state) {
+  const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
+  MatmulOn on_vulkan(device(), m, n, k);
+  MatmulOn on_cpu(runtime().device("cpu:0"), m, n, k);
+  std::vector<std::vector<double>> seconds =
+      interleave(state, {[&] { on_vulkan.run(); }, [&] { on_cpu.run(); }});
+  const double flops = 2.0 * double(m) * double(n) * double(k) / 1e9;
+  const double v = median(rates(seconds[0], flops));
+  const double blas = median(rates(seconds[1], flops));
+  state.counters["vulkan_GFLOP/s"] = v;
+  state.counters["cpu_GFLOP/s"] = blas;
+  state.counters["ratio"] = blas > 0 ? v / blas : 0;
+}
+BENCHMARK(BM_Matmul_Paired)
+    ->Name("Matmul/Paired")
+    ->ArgNames({"m", "n", "k"})
+    ->Args({1024, 1024, 1024})
+    ->Args({1000, 1000, 1000})
+    ->Args({512, 512, 512})
+    ->Iterations(10)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 

@@ -125,6 +125,10 @@ bool describe_device(VkPhysicalDevice handle, PhysicalDevice* out, std::string* 
   properties2.pNext = &subgroup;
   vk.GetPhysicalDeviceProperties2(handle, &properties2);
   d.subgroup_size = subgroup.subgroupSize;
+  // matmul.comp broadcasts rows of a from lanes 0..7 of a subgroup.
+  d.subgroup_broadcast = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0 &&
+                         (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_BALLOT_BIT) != 0 &&
+                         subgroup.subgroupSize >= 8 && subgroup.subgroupSize <= 64;
   d.max_groups = std::min<uint32_t>(65535, d.properties.limits.maxComputeWorkGroupCount[0]);
   if (driver.driverID == VK_DRIVER_ID_MESA_LLVMPIPE) d.loop_budget = 16384;
   vk.GetPhysicalDeviceMemoryProperties(handle, &d.memory);

@@ -58,6 +58,8 @@ struct PhysicalDevice {
   VkPhysicalDeviceProperties properties{};
   VkPhysicalDeviceMemoryProperties memory{};
   uint32_t subgroup_size = 0;
+  // Subgroup broadcasts in compute shaders, subgroups of 8 to 64 (matmul.comp).
+  bool subgroup_broadcast = false;
   bool float16 = false;    // shaderFloat16 + storageBuffer16BitAccess: f16 claimed
   bool storage16 = false;  // storageBuffer16BitAccess: bf16 claimed
   bool timestamps = false;

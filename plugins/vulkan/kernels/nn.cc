@@ -9,6 +9,11 @@
 namespace oar::vulkan {
 namespace {
 
+// The tile of matmul.comp: kMatmulRows rows x 64 * kMatmulCols columns per
+// workgroup of 64 invocations, K in steps of kMatmulDepth (MM_TM, MM_TN,
+// MM_BK there).
+constexpr int64_t kMatmulRows = 8, kMatmulCols = 8, kMatmulDepth = 16, kMatmulGroup = 64;
+
 void matmul_kernel(KernelContext& c) {
   const TensorRef& a = c.inputs[0];
   const TensorRef& b = c.inputs[1];
@@ -29,16 +34,25 @@ void matmul_kernel(KernelContext& c) {
   }
   int64_t a_row = a.strides[a.ndim - 2], a_col = a.strides[a.ndim - 1];
   int64_t b_row = b.strides[b.ndim - 2], b_col = b.strides[b.ndim - 1];
+  int64_t M = y.shape[y.ndim - 2], N = y.shape[y.ndim - 1];
   int64_t K = ta ? a.shape[a.ndim - 2] : a.shape[a.ndim - 1];
-  require_loop_budget(c, uint64_t(outputs), uint64_t(K), "the inner dimension K");
+  int64_t row_tiles = (M + kMatmulRows - 1) / kMatmulRows;
+  int64_t col_tiles = (N + kMatmulGroup * kMatmulCols - 1) / (kMatmulGroup * kMatmulCols);
+  int64_t tiles = outputs / (M * N) * row_tiles * col_tiles;
+  // Per tile an invocation turns the loop over k steps once per step (the
+  // loops inside a step have constant bounds and are unrolled by glslc),
+  // the batch unravelling twice per batch dimension and the store loop.
+  int64_t steps = (K + kMatmulDepth - 1) / kMatmulDepth;
+  require_loop_budget(c, uint64_t(tiles * kMatmulGroup),
+                      uint64_t(steps + 2 * batch + kMatmulRows + 1), "the inner dimension K");
   Params p;
-  p.add(outputs);
+  p.add(tiles);
   p.add(batch);
   p.add8(batch_shape.data(), batch, 1);
   p.add8(as.data(), batch, 0);
   p.add8(bs.data(), batch, 0);
-  p.add(y.shape[y.ndim - 2]);
-  p.add(y.shape[y.ndim - 1]);
+  p.add(M);
+  p.add(N);
   p.add(K);
   p.add(a.offset);
   p.add(ta ? a_col : a_row);  // m stride
@@ -47,9 +61,12 @@ void matmul_kernel(KernelContext& c) {
   p.add(tb ? b_col : b_row);  // k stride
   p.add(tb ? b_row : b_col);  // n stride
   p.add(y.offset);
-  dispatch(c.stream, module_name("matmul", {y.dtype}), 0,
+  p.add(row_tiles);
+  p.add(col_tiles);
+  const bool broadcast = c.stream->device->physical->subgroup_broadcast;
+  dispatch(c.stream, module_name(broadcast ? "matmul" : "matmul_plain", {y.dtype}), 0,
            {{0, a.buffer()}, {1, b.buffer()}, {3, y.buffer()}}, p.data(), p.size(),
-           uint64_t(outputs));
+           uint64_t(tiles * kMatmulGroup));
 }
 
 // rows.comp over rows of |length| elements |inner| apart.

@@ -1,33 +1,138 @@
-// matmul: one invocation per output element, f32 accumulation. Transposes
-// and broadcast batch dimensions are strides.
+// matmul as a tiled GEMM, f32 accumulation. Transposes and broadcast batch
+// dimensions are strides.
 //
-// Parameters: 0 outputs, 1 batch ndim, 2..9 batch shape, 10..17 a batch
-// strides, 18..25 b batch strides, 26 M, 27 N, 28 K, 29 a offset, 30 a m
-// stride, 31 a k stride, 32 b offset, 33 b k stride, 34 b n stride, 35 y
-// offset.
+// A workgroup of WX invocations (the pipeline's workgroup size, 64) computes
+// a tile of MM_TM rows x WX * MM_TN columns of one matrix of the batch. Each
+// invocation keeps MM_TM x MM_TN accumulators in registers for the columns
+// lx, lx + WX, ..., lx + (MM_TN - 1) * WX of the tile, so that neighbouring
+// invocations read neighbouring elements of b (coalesced on GPUs; on
+// llvmpipe, which runs 8 invocations as the lanes of one vector and loads
+// every lane's element separately, the loads of b are the cost). K is walked
+// in steps of MM_BK, unrolled. Every invocation needs the same MM_TM values
+// of a per k; they reach it one of two ways:
+//  - MM_SUBGROUP (the default, devices with subgroup broadcasts and
+//    subgroups of 8 or more): lane l of each subgroup loads row l % 8 of each
+//    group of 8 rows, and subgroupBroadcast hands each row to every lane: one
+//    load per 8 rows instead of 8, through registers rather than memory;
+//  - MM_SHARED (matmul_plain_*): the workgroup copies the MM_TM x MM_BK tile
+//    of a into shared memory together, then every invocation reads it;
+//  - neither: each invocation loads them from the buffer.
+// Workgroups take tiles in a grid-stride loop (every invocation of a
+// workgroup runs the same number of turns, so barriers and broadcasts are in
+// uniform control flow). Rows past M and columns past N load the last row or
+// column (clamped addresses) and are not stored; k past K contributes zeros.
+//
+// Parameters: 0 tiles (batch * row tiles * column tiles), 1 batch ndim,
+// 2..9 batch shape, 10..17 a batch strides, 18..25 b batch strides, 26 M,
+// 27 N, 28 K, 29 a offset, 30 a m stride, 31 a k stride, 32 b offset, 33 b k
+// stride, 34 b n stride, 35 y offset, 36 row tiles, 37 column tiles.
 #version 450
+#extension GL_EXT_control_flow_attributes : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_ballot : require
 #include "common.glsl"
 
 TENSOR(0, DT, a)
 TENSOR(1, DT, b)
 TENSOR(3, DT, y)
 
+#ifndef MM_TM
+#define MM_TM 8
+#endif
+#ifndef MM_TN
+#define MM_TN 8
+#endif
+#ifndef MM_BK
+#define MM_BK 16
+#endif
+#ifndef MM_SHARED
+#define MM_SHARED 0
+#endif
+#ifndef MM_SUBGROUP
+#define MM_SUBGROUP 1
+#endif
+
+#if MM_SHARED
+shared float a_tile[MM_TM][MM_BK];
+#endif
+
 void main() {
-  uint outputs = PU(0);
-  uint M = PU(26), N = PU(27), K = PU(28);
-  for (uint o = gl_GlobalInvocationID.x; o < outputs; o += thread_count()) {
-    uint n = o % N;
-    uint m = (o / N) % M;
-    uint batch = o / (N * M);
-    int ai = P(29) + strided_offset(batch, P(1), 2, 10) + int(m) * P(30);
-    int bi = P(32) + strided_offset(batch, P(1), 2, 18) + int(n) * P(34);
-    int ak = P(31), bk = P(33);
-    float acc = 0.0;
-    for (uint k = 0u; k < K; ++k) {
-      acc += load_a(uint(ai)) * load_b(uint(bi));
-      ai += ak;
-      bi += bk;
+  const uint tiles = PU(0);
+  const uint M = PU(26), N = PU(27), K = PU(28);
+  const uint row_tiles = PU(36), col_tiles = PU(37);
+  const uint WX = gl_WorkGroupSize.x;
+  const uint lx = gl_LocalInvocationID.x;
+  const int a_m = P(30), a_k = P(31), b_k = P(33), b_n = P(34);
+  for (uint t = gl_WorkGroupID.x; t < tiles; t += gl_NumWorkGroups.x) {
+    const uint tile_col = t % col_tiles;
+    const uint tile_row = (t / col_tiles) % row_tiles;
+    const uint batch = t / (col_tiles * row_tiles);
+    const uint row0 = tile_row * MM_TM;
+    const uint col0 = tile_col * WX * MM_TN;
+    const int a_base = P(29) + strided_offset(batch, P(1), 2, 10);
+    const int b_base = P(32) + strided_offset(batch, P(1), 2, 18);
+    int b_col[MM_TN];
+    [[unroll]] for (uint j = 0u; j < MM_TN; ++j) {
+      b_col[j] = b_base + int(min(col0 + j * WX + lx, N - 1u)) * b_n;
     }
-    store_y(uint(P(35)) + o, acc);
+#if MM_SUBGROUP
+    uint a_row_lane[MM_TM / 8];
+    [[unroll]] for (uint h = 0u; h < MM_TM / 8; ++h) {
+      a_row_lane[h] = min(row0 + h * 8u + gl_SubgroupInvocationID % 8u, M - 1u);
+    }
+#endif
+    float acc[MM_TM][MM_TN];
+    [[unroll]] for (uint i = 0u; i < MM_TM; ++i) {
+      [[unroll]] for (uint j = 0u; j < MM_TN; ++j) acc[i][j] = 0.0;
+    }
+    for (uint k0 = 0u; k0 < K; k0 += MM_BK) {
+#if MM_SHARED
+      barrier();  // the previous step's reads of a_tile are done
+      for (uint e = lx; e < MM_TM * MM_BK; e += WX) {
+        uint r = e / MM_BK, c = e % MM_BK;
+        uint gr = row0 + r, gk = k0 + c;
+        a_tile[r][c] = (gr < M && gk < K) ? load_a(uint(a_base + int(gr) * a_m + int(gk) * a_k)) : 0.0;
+      }
+      barrier();
+#endif
+      const uint last = K - 1u;
+      [[unroll]] for (uint kk = 0u; kk < MM_BK; ++kk) {
+        const int bk = int(min(k0 + kk, last)) * b_k;
+#if MM_SUBGROUP
+        const int bk_a = int(min(k0 + kk, last)) * a_k;
+#endif
+#if MM_SUBGROUP
+        // Lane l of the subgroup reads row l % MM_TM of a; the rows reach
+        // every lane by broadcasts (registers, not memory).
+        float a_lane[MM_TM / 8];
+        [[unroll]] for (uint h = 0u; h < MM_TM / 8; ++h) {
+          const float v = load_a(uint(a_base + int(a_row_lane[h]) * a_m + bk_a));
+          a_lane[h] = k0 + kk < K ? v : 0.0;  // past K: zeros (the address is clamped)
+        }
+#endif
+        float bv[MM_TN];
+        [[unroll]] for (uint j = 0u; j < MM_TN; ++j) bv[j] = load_b(uint(b_col[j] + bk));
+        [[unroll]] for (uint i = 0u; i < MM_TM; ++i) {
+#if MM_SHARED
+          const float av = a_tile[i][kk];
+#elif MM_SUBGROUP
+          const float av = subgroupBroadcast(a_lane[i / 8u], i % 8u);
+#else
+          const uint gr = min(row0 + i, M - 1u);
+          const float av = k0 + kk < K ? load_a(uint(a_base + int(gr) * a_m + int(k0 + kk) * a_k)) : 0.0;
+#endif
+          [[unroll]] for (uint j = 0u; j < MM_TN; ++j) acc[i][j] = fma(av, bv[j], acc[i][j]);
+        }
+      }
+    }
+    const uint y_base = PU(35) + batch * M * N;
+    [[unroll]] for (uint i = 0u; i < MM_TM; ++i) {
+      const uint row = row0 + i;
+      if (row >= M) break;
+      [[unroll]] for (uint j = 0u; j < MM_TN; ++j) {
+        const uint col = col0 + j * WX + lx;
+        if (col < N) store_y(y_base + row * N + col, acc[i][j]);
+      }
+    }
   }
 }
