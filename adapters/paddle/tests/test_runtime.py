@@ -140,3 +140,21 @@ def test_device_out_of_memory_is_paddles_out_of_memory_error():
                  OAR_SIM_PROFILE="tiny")
     assert "ERROR MemoryError" in out, out
     assert "after 8.0" in out, out
+
+
+def test_dtype_the_device_lacks_is_an_error_naming_device_and_operator():
+    # Kernels are registered per device type, so a dtype one device does not
+    # claim reaches OAR, whose refusal becomes Paddle's error (no crash, no
+    # silent CPU result); the device keeps working.
+    from conftest import claimed
+    if claimed("float64"):
+        pytest.skip("the device claims float64")
+    paddle.set_device("cpu")
+    a = paddle.to_tensor(np.arange(4, dtype=np.float64))
+    paddle.set_device(DEVICE)
+    with pytest.raises(Exception) as e:
+        (a.to(DEVICE) + a.to(DEVICE)).cpu()
+    text = str(e.value)
+    assert "OAR device" in text and device_name() in text and "add" in text, text
+    ok = paddle.ones([3]) + 1
+    assert ok.cpu().numpy().tolist() == [2.0, 2.0, 2.0]
