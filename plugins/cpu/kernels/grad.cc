@@ -3,20 +3,40 @@
 // parallelised with OpenMP; row sums in double. docs/ops.md ("Gradients")
 // says which forms keep their precision (tanh's (1 - y)(1 + y), sigmoid(-x)
 // for 1 - sigmoid(x)).
+#include <algorithm>
 #include <cmath>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/kernel.h"
+#include "kernels/vmath.h"
 
 namespace oar::cpu {
 namespace {
 
 enum class Pointwise { kRelu, kSigmoid, kTanh, kSilu, kGelu, kGeluTanh };
 
+// e^x: the vectorizable exp_f32 in f32 (f16, bf16, f32), std::exp in f64.
+template <typename C>
+C exp_c(C x) {
+  if constexpr (std::is_same_v<C, float>) {
+    return exp_f32(x);
+  } else {
+    return std::exp(x);
+  }
+}
+
 template <typename C>
 C sigmoid(C x) {
-  return C(1) / (C(1) + std::exp(-x));
+  return C(1) / (C(1) + exp_c(-x));
+}
+
+// gelu's dx given Phi(b) (the normal CDF): dy (Phi(b) + b phi(b)).
+template <typename C>
+C gelu_grad_from_cdf(C dy, C b, C cdf) {
+  const C pdf = exp_c(C(-0.5) * b * b) * C(0.39894228040143267794);
+  return dy * (cdf + b * pdf);
 }
 
 // dx for one element: |a| is dy, |b| the operator's second input (x or y).
@@ -25,7 +45,9 @@ template <Pointwise op, typename C>
 C pointwise_grad(C dy, C b) {
   switch (op) {
     case Pointwise::kRelu:
-      return std::isnan(b) ? b : b > 0 ? dy : C(0);
+      // The positive test first: GCC vectorizes this order into fewer
+      // instructions than isnan first (0.53 against 0.79 ms for 2^20 here).
+      return b > 0 ? dy : (b != b ? b : C(0));
     case Pointwise::kSigmoid:
       return dy * b * (C(1) - b);
     case Pointwise::kTanh:
@@ -33,14 +55,13 @@ C pointwise_grad(C dy, C b) {
     case Pointwise::kSilu: {
       // One exp: sigmoid(-b) = e sigmoid(b) with e = exp(-b) (no cancellation;
       // where e overflows, sigmoid(b) is 0 and sigmoid(-b) is 1).
-      const C e = std::exp(-b), s = C(1) / (C(1) + e);
+      const C e = exp_c(-b), s = C(1) / (C(1) + e);
       const C s_neg = std::isinf(e) ? C(1) : e * s;
       return dy * (s * (C(1) + b * s_neg));
     }
     case Pointwise::kGelu: {
       const C cdf = C(0.5) * std::erfc(-b * C(0.70710678118654752440));
-      const C pdf = std::exp(C(-0.5) * b * b) * C(0.39894228040143267794);
-      return dy * (cdf + b * pdf);
+      return gelu_grad_from_cdf(dy, b, cdf);
     }
     case Pointwise::kGeluTanh: {
       const C k = C(0.79788456080286535588), c = C(0.044715);
@@ -57,6 +78,27 @@ void pointwise_run(View dy, View b, View dx, int64_t n) {
   const T* pdy = dy.ptr<T>();
   const T* pb = b.ptr<T>();
   T* out = dx.ptr<T>();
+  if constexpr (op == Pointwise::kGelu) {
+    // erfc is a library call, which keeps a loop from being vectorized: the
+    // CDFs of a chunk first, then the rest of the arithmetic in a loop that
+    // vectorizes.
+    using C = compute_t<T>;
+    constexpr int64_t kChunk = 1024;
+    const int64_t chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for if (n > kParallelWork) schedule(static)
+    for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+      const int64_t begin = chunk * kChunk, count = std::min(kChunk, n - begin);
+      C cdf[kChunk];
+      for (int64_t i = 0; i < count; ++i) {
+        cdf[i] = C(0.5) * std::erfc(C(load(pb + begin + i)) * C(-0.70710678118654752440));
+      }
+      for (int64_t i = 0; i < count; ++i) {
+        store(out + begin + i,
+              gelu_grad_from_cdf<C>(load(pdy + begin + i), load(pb + begin + i), cdf[i]));
+      }
+    }
+    return;
+  }
 #pragma omp parallel for if (n > kParallelWork) schedule(static)
   for (int64_t i = 0; i < n; ++i) {
     store(out + i, pointwise_grad<op, compute_t<T>>(load(pdy + i), load(pb + i)));
@@ -112,6 +154,23 @@ void row_kernel(KernelContext& context) {
       const T* pdy = dy.ptr<T>();
       const T* py = y.ptr<T>();
       T* out = dx.ptr<T>();
+      if constexpr (std::is_same_v<T, float>) {
+        if (log && inner == 1) {  // contiguous f32 rows: loops that vectorize
+#pragma omp parallel for if (lines * n > kParallelWork) schedule(static)
+          for (int64_t line = 0; line < lines; ++line) {
+            const float* g = pdy + line * n;
+            const float* v = py + line * n;
+            float* o = out + line * n;
+            double sum = 0;
+#pragma omp simd reduction(+ : sum)
+            for (int64_t j = 0; j < n; ++j) sum += double(g[j]);
+#pragma omp simd
+            for (int64_t j = 0; j < n; ++j)
+              o[j] = float(double(g[j]) - double(exp_f32(v[j])) * sum);
+          }
+          return;
+        }
+      }
 #pragma omp parallel for if (lines * n > kParallelWork) schedule(static)
       for (int64_t line = 0; line < lines; ++line) {
         const int64_t base = line / inner * n * inner + line % inner;

@@ -312,7 +312,9 @@ void conv_grad_weight_run(View dy, View x, View dweight, ConvGrad s) {
     }
   }
   T* out = dweight.ptr<T>();
-#pragma omp parallel for if (chunks * size > kParallelWork) schedule(static)
+  // Shared out only when large: a parallel region costs a wake-up of every
+  // thread, which on a loaded machine can cost more than these few adds.
+#pragma omp parallel for if (size > kParallelWork) schedule(static)
   for (int64_t i = 0; i < size; ++i) {
     F sum = partials[i];
     for (int64_t chunk = 1; chunk < chunks; ++chunk) sum += partials[chunk * size + i];
