@@ -60,24 +60,39 @@ inline float row_max_f32(const float* x, int64_t n) {
   return nan ? std::numeric_limits<float>::quiet_NaN() : max;
 }
 
-// y[j] = e^(x[j] - shift) for j < n (|y| may be |x|); returns their sum,
-// accumulated in double.
+// Sums of exps are taken in f32 over blocks of kExpBlock elements (a few
+// terms per vector lane, so a block's sum is within a few f32 roundings) and
+// the blocks' sums in double: a double accumulator per element would make
+// the loop wait on the addition's latency.
+inline constexpr int64_t kExpBlock = 64;
+
+// y[j] = e^(x[j] - shift) for j < n (|y| may be |x|); returns their sum.
 inline double exp_shifted_f32(const float* x, float* y, int64_t n, float shift) {
   double sum = 0;
-#pragma omp simd reduction(+ : sum)
-  for (int64_t j = 0; j < n; ++j) {
-    const float e = exp_f32(x[j] - shift);
-    y[j] = e;
-    sum += double(e);
+  for (int64_t begin = 0; begin < n; begin += kExpBlock) {
+    const int64_t end = begin + kExpBlock < n ? begin + kExpBlock : n;
+    float block = 0;
+#pragma omp simd reduction(+ : block)
+    for (int64_t j = begin; j < end; ++j) {
+      const float e = exp_f32(x[j] - shift);
+      y[j] = e;
+      block += e;
+    }
+    sum += double(block);
   }
   return sum;
 }
 
-// The sum of e^(x[j] - shift) for j < n, in double.
+// The sum of e^(x[j] - shift) for j < n.
 inline double exp_shifted_sum_f32(const float* x, int64_t n, float shift) {
   double sum = 0;
-#pragma omp simd reduction(+ : sum)
-  for (int64_t j = 0; j < n; ++j) sum += double(exp_f32(x[j] - shift));
+  for (int64_t begin = 0; begin < n; begin += kExpBlock) {
+    const int64_t end = begin + kExpBlock < n ? begin + kExpBlock : n;
+    float block = 0;
+#pragma omp simd reduction(+ : block)
+    for (int64_t j = begin; j < end; ++j) block += exp_f32(x[j] - shift);
+    sum += double(block);
+  }
   return sum;
 }
 
