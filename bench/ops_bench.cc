@@ -1,10 +1,14 @@
 // Operator throughput on the cpu plugin next to its baselines, in one run:
 // f32 matmul 1024^3 through OAR vs cblas_sgemm called directly, and a large
 // elementwise add vs memcpy. "touched" counters count bytes read + written.
+// Also: backward kernels against their forward kernels, interleaved
+// (BM_FwdBwd_*), and the operator set that issue 18 compares with Paddle's
+// CPU kernels (BM_CpuOp_*). Figures: docs/performance.md.
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
 #include <cstring>
+#include <ctime>
 #include <functional>
 #include <memory>
 #include <random>
@@ -137,6 +141,12 @@ std::function<void()> op_runner(const std::string& op,
 
 using Shapes = std::vector<std::vector<int64_t>>;
 
+double process_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
+}
+
 void fwd_bwd(benchmark::State& state, const std::string& fwd, const Shapes& fwd_shapes,
              const std::string& bwd, const Shapes& bwd_shapes, const AttrList& attrs,
              const AttrList& bwd_attrs) {
@@ -144,11 +154,25 @@ void fwd_bwd(benchmark::State& state, const std::string& fwd, const Shapes& fwd_
   auto b = op_runner(bwd, bwd_shapes, bwd_attrs.empty() ? attrs : bwd_attrs);
   f();  // warm up: caches, the allocator's blocks, OpenMP and BLAS threads
   b();
-  auto seconds = interleave(state, {f, b});
+  // The whole process's CPU time of each run too: on a loaded machine the
+  // wall time of a two-thread run is mostly waiting for a core.
+  std::vector<double> cpu[2];
+  auto with_cpu = [&cpu](const std::function<void()>& run, int which) {
+    return [&cpu, run, which] {
+      const double start = process_cpu_seconds();
+      run();
+      cpu[which].push_back(process_cpu_seconds() - start);
+    };
+  };
+  auto seconds = interleave(state, {with_cpu(f, 0), with_cpu(b, 1)});
   const double fwd_ms = median(seconds[0]) * 1e3, bwd_ms = median(seconds[1]) * 1e3;
   state.counters["fwd_ms"] = fwd_ms;
   state.counters["bwd_ms"] = bwd_ms;
   state.counters["bwd/fwd"] = bwd_ms / fwd_ms;
+  const double fwd_cpu = median(cpu[0]) * 1e3, bwd_cpu = median(cpu[1]) * 1e3;
+  state.counters["fwd_cpu_ms"] = fwd_cpu;
+  state.counters["bwd_cpu_ms"] = bwd_cpu;
+  state.counters["cpu_bwd/fwd"] = bwd_cpu / fwd_cpu;
 }
 
 const std::vector<int64_t> kFlat{1 << 20};
