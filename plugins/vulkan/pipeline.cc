@@ -170,22 +170,38 @@ void dispatch(oar_stream_s* stream, const std::string& module, int32_t op,
     batch.host_reads |= host_reads;
     buffers[8] = batch.params.buffer;
     buffers[9] = stream->timeline->error_word.buffer;
-    VkDescriptorBufferInfo infos[kBindings];
-    VkWriteDescriptorSet writes[kBindings];
-    uint32_t count = 0;
-    for (uint32_t i = 0; i < kBindings; ++i) {
-      if (i < 8 && (declared & (1u << i)) == 0) continue;
-      infos[count] = {buffers[i], 0, VK_WHOLE_SIZE};
-      writes[count] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
-      writes[count].dstBinding = i;
-      writes[count].descriptorCount = 1;
-      writes[count].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-      writes[count].pBufferInfo = &infos[count];
-      ++count;
+    // Bind and push only what differs from the previous dispatch of this
+    // command buffer (all pipelines share one layout, so the pushed
+    // descriptors stay bound across pipelines): on lavapipe, recording the
+    // push is most of a small op's host time.
+    if (batch.bound_pipeline != pipeline) {
+      vk.CmdBindPipeline(batch.commands, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
+      batch.bound_pipeline = pipeline;
     }
-    vk.CmdBindPipeline(batch.commands, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
-    device->push_descriptor_set(batch.commands, VK_PIPELINE_BIND_POINT_COMPUTE,
-                                device->pipelines->layout(), 0, count, writes);
+    const uint32_t needed = (declared & 0xffu) | 0x300u;
+    bool same = (batch.pushed_mask & needed) == needed;
+    for (uint32_t i = 0; same && i < kBindings; ++i) {
+      if ((needed & (1u << i)) != 0 && batch.pushed[i] != buffers[i]) same = false;
+    }
+    if (!same) {
+      VkDescriptorBufferInfo infos[kBindings];
+      VkWriteDescriptorSet writes[kBindings];
+      uint32_t count = 0;
+      for (uint32_t i = 0; i < kBindings; ++i) {
+        if ((needed & (1u << i)) == 0) continue;
+        infos[count] = {buffers[i], 0, VK_WHOLE_SIZE};
+        writes[count] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+        writes[count].dstBinding = i;
+        writes[count].descriptorCount = 1;
+        writes[count].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+        writes[count].pBufferInfo = &infos[count];
+        batch.pushed[i] = buffers[i];
+        ++count;
+      }
+      device->push_descriptor_set(batch.commands, VK_PIPELINE_BIND_POINT_COMPUTE,
+                                  device->pipelines->layout(), 0, count, writes);
+      batch.pushed_mask = needed;
+    }
     uint32_t constants[2] = {base, uint32_t(batch.value)};
     vk.CmdPushConstants(batch.commands, device->pipelines->layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0,
                         sizeof(constants), constants);

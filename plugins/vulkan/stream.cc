@@ -447,6 +447,8 @@ void oar_stream_s::reclaim_locked() {
     batch->params_used = 0;
     batch->operations = 0;
     batch->host_reads = false;
+    batch->bound_pipeline = VK_NULL_HANDLE;
+    batch->pushed_mask = 0;
     spare.push_back(std::move(batch));
   }
 }

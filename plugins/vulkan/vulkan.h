@@ -173,6 +173,12 @@ struct Batch {
   bool host_reads = false;
   std::vector<Buffer> staging;
   std::vector<std::pair<std::shared_ptr<Timeline>, uint64_t>> waits;
+  // The compute state recorded last in |commands| (dispatch() skips binding
+  // the same pipeline or pushing the same descriptors again): the pipeline,
+  // and the buffers pushed for the bindings in |pushed_mask| by the last push.
+  VkPipeline bound_pipeline = VK_NULL_HANDLE;
+  uint32_t pushed_mask = 0;
+  VkBuffer pushed[10] = {};
 };
 
 }  // namespace oar::vulkan
