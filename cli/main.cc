@@ -1,6 +1,7 @@
 // `oar`: lists the plugins OAR finds and the devices they serve, like clinfo
 // or nvidia-smi. Exit 0 even with no devices: an empty machine is not an error.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -108,6 +109,44 @@ std::string kernel_coverage(const oar::Device& device) {
   return text;
 }
 
+// Which operators run decomposed on |device|, with the dtypes they do so in:
+// "softmax (f16, bf16), tril (f32)". The dtypes are the schema's that the
+// device serves (f32 and the integers always, f16/bf16/f64 where claimed); a
+// dtype runs natively when some kernel of the operator takes it as its data
+// input (the first input that is neither the index nor where's condition,
+// unless the index is all there is).
+std::string decomposed_operators(const oar::Device& device) {
+  using oar::operator==;
+  const auto mode = oar::decompose::device_mode(device);
+  if (mode == oar::decompose::Mode::kOff) return "off (OAR_DECOMPOSE=0)";
+  const uint32_t claims = device.properties().dtypes;
+  uint32_t served = oar::ops::kF32 | oar::ops::kInts | oar::ops::kBool | oar::ops::kSmallInts;
+  if (claims & OAR_DTYPE_SUPPORT_F16) served |= oar::ops::kF16;
+  if (claims & OAR_DTYPE_SUPPORT_BF16) served |= oar::ops::kBF16;
+  if (claims & OAR_DTYPE_SUPPORT_F64) served |= oar::ops::kF64;
+  std::string text;
+  for (const std::string& op : oar::decompose::decomposed_operators()) {
+    const oar::ops::OpSchema* schema = oar::ops::find_schema(op);
+    size_t data_input = schema->rule == oar::ops::DtypeRule::kWhere ? 1 : 0;
+    if (int(data_input) == schema->index_input) ++data_input;
+    if (data_input >= schema->inputs.size()) data_input = 0;  // one_hot: the index is the data
+    const auto kernels = device.kernel_signatures(op);
+    std::vector<std::string> dtypes;
+    for (DLDataType dtype : oar::ops::dtypes_in(schema->dtypes & served)) {
+      const bool native =
+          mode != oar::decompose::Mode::kForce &&
+          std::any_of(kernels.begin(), kernels.end(), [&](const auto& kernel) {
+            return data_input < kernel.inputs.size() && kernel.inputs[data_input] == dtype;
+          });
+      if (!native) dtypes.push_back(oar::dtype_name(dtype));
+    }
+    if (!dtypes.empty()) {
+      text += fmt::format("{}{} ({})", text.empty() ? "" : ", ", op, fmt::join(dtypes, ", "));
+    }
+  }
+  return text.empty() ? "none: every decomposable operator has a kernel" : text;
+}
+
 // "add(f32,f32)->(f32)" or "add(f32, f32) -> (f32)": the operator and the
 // dtypes of its inputs, then of its outputs.
 bool parse_signature(std::string text, std::string* op, std::vector<DLDataType>* inputs,
@@ -159,25 +198,10 @@ void print_info(oar::Device& device) {
   row("compute_units", std::to_string(p.compute_units));
   row("kernels (same dtype)", kernel_coverage(device));
   // Operators that run through their decomposition into primitives on this
-  // device (docs/ops.md, "Primitives and decompositions"): no f32 kernel, or
-  // all of them where decomposition is forced.
-  const auto mode = oar::decompose::device_mode(device);
-  std::vector<std::string> decomposed;
-  for (const std::string& op : oar::decompose::decomposed_operators()) {
-    const oar::ops::OpSchema* schema = oar::ops::find_schema(op);
-    std::vector<DLDataType> inputs;
-    for (size_t i = 0; i < schema->inputs.size(); ++i) {
-      if (schema->inputs[i].optional) continue;
-      inputs.push_back(int(i) == schema->index_input ? oar::dtype::i64 : oar::dtype::f32);
-    }
-    std::vector<DLDataType> outputs = oar::ops::output_dtypes(*schema, oar::dtype::f32);
-    if (mode == oar::decompose::Mode::kForce || !device.has_kernel(op, inputs, outputs)) {
-      decomposed.push_back(op);
-    }
-  }
-  row("decomposed (f32)", mode == oar::decompose::Mode::kOff ? "off (OAR_DECOMPOSE=0)"
-                          : decomposed.empty() ? "none: every decomposable operator has a kernel"
-                                               : join(decomposed));
+  // device (docs/ops.md, "Primitives and decompositions"), per dtype the
+  // device serves: those without a kernel taking that dtype as its data input,
+  // or all of them where decomposition is forced.
+  row("decomposed", decomposed_operators(device));
 }
 
 }  // namespace

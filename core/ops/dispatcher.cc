@@ -571,6 +571,16 @@ bool Device::has_kernel(std::string_view op, const std::vector<DLDataType>& inpu
                                  outputs.size()) != nullptr;
 }
 
+std::vector<Device::KernelSignature> Device::kernel_signatures(std::string_view op) const {
+  std::vector<KernelSignature> result;
+  if (ops::find_schema(op) == nullptr) return result;
+  for (const detail::KernelEntry* entry : plugin_->kernels().entries(detail::intern_op(op))) {
+    const auto split = entry->dtypes.begin() + entry->num_inputs;
+    result.push_back({{entry->dtypes.begin(), split}, {split, entry->dtypes.end()}});
+  }
+  return result;
+}
+
 void dispatch(Stream& stream, const OpId& op, std::initializer_list<const Tensor*> inputs,
               std::initializer_list<const Tensor*> outputs, const AttrList& attrs) {
   const size_t count = inputs.size() + outputs.size();

@@ -139,6 +139,14 @@ std::vector<std::string> KernelRegistry::signatures(uint32_t op) const {
   return result;
 }
 
+std::vector<const KernelEntry*> KernelRegistry::entries(uint32_t op) const {
+  std::vector<const KernelEntry*> result;
+  for (const auto& [key, entry] : kernels_) {
+    if (entry.op == op) result.push_back(&entry);
+  }
+  return result;
+}
+
 oar_kernel_registrar_t KernelRegistry::registrar() {
   oar_kernel_registrar_t registrar{};
   registrar.struct_size = OAR_KERNEL_REGISTRAR_STRUCT_SIZE;

@@ -55,6 +55,8 @@ class KernelRegistry {
                           size_t num_outputs) const;
   // Every signature registered for |op|, as "(f32, f32) -> (f32)", for messages.
   std::vector<std::string> signatures(uint32_t op) const;
+  // The registered kernels of |op| (pointers into the registry).
+  std::vector<const KernelEntry*> entries(uint32_t op) const;
   size_t size() const { return kernels_.size(); }
 
   // The C registrar that feeds add().

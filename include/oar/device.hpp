@@ -60,6 +60,14 @@ class Device {
   // this says which kernels exist.
   bool has_kernel(std::string_view op, const std::vector<DLDataType>& inputs,
                   const std::vector<DLDataType>& outputs) const;
+  // Every signature the plugin registered a kernel for |op| with: the dtypes
+  // of its inputs, then of its outputs (in no particular order; empty for an
+  // operator without kernels or outside the set). Opens nothing.
+  struct KernelSignature {
+    std::vector<DLDataType> inputs;
+    std::vector<DLDataType> outputs;
+  };
+  std::vector<KernelSignature> kernel_signatures(std::string_view op) const;
 
   Stream& default_stream();
   Stream create_stream(int32_t priority = OAR_STREAM_PRIORITY_NORMAL);

@@ -127,3 +127,16 @@ if(TARGET oar_conform)
       -P ${PROJECT_SOURCE_DIR}/tests/conformance/defects/check_report.cmake)
   set_tests_properties(conformance_certifies_kernels_not_decompositions PROPERTIES TIMEOUT 120)
 endif()
+# `oar info` names what runs decomposed, per dtype the device serves: on the
+# primitives-only sample softmax in every float dtype it claims, on cpu nothing.
+if(TARGET oar_cli)
+  add_test(NAME oar_info_names_decomposed_operators
+    COMMAND $<TARGET_FILE:oar_cli> info sample_primitives)
+  set_tests_properties(oar_info_names_decomposed_operators PROPERTIES
+    ENVIRONMENT "OAR_PLUGIN_PATH=${OAR_DECOMPOSE_PLUGIN_DIR}"
+    PASS_REGULAR_EXPRESSION "decomposed +.*softmax \\(f16, bf16, f32\\)"
+    FAIL_REGULAR_EXPRESSION "[ ,]add \\(|f64\\)")
+  add_test(NAME oar_info_cpu_decomposes_nothing COMMAND $<TARGET_FILE:oar_cli> info cpu)
+  set_tests_properties(oar_info_cpu_decomposes_nothing PROPERTIES
+    PASS_REGULAR_EXPRESSION "decomposed +none: every decomposable operator has a kernel")
+endif()
