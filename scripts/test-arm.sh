@@ -25,7 +25,7 @@ scripts/make-arm64-sysroot.sh >/dev/null
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/aarch64-linux-gnu.cmake -DOAR_QEMU_CPU="${OAR_QEMU_CPU:-}" \
   -DOAR_BUILD_BENCHMARKS=OFF -DOAR_PLUGIN_OPENCL=OFF -DOAR_PLUGIN_VULKAN=OFF \
-  -DOAR_PLUGIN_SIM=OFF -DOAR_PLUGIN_NULL=OFF -DCMAKE_DISABLE_FIND_PACKAGE_MPI=ON \
+  -DOAR_PLUGIN_SIM=OFF -DOAR_PLUGIN_NULL=OFF -DOAR_PLUGIN_CUDA=OFF -DCMAKE_DISABLE_FIND_PACKAGE_MPI=ON \
   -DOAR_PADDLE_PYTHON=/nonexistent >/dev/null
 cmake --build "$build" -j "$jobs" --target oar_cli oar_conform oar_plugin_cpu \
   oar_cpu_cpuinfo_test oar_caching_allocator_test oar_plugin_sdk_test oar_reference_test

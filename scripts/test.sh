@@ -4,7 +4,8 @@
 # UndefinedBehaviorSanitizer in build-asan/ (leaks at shutdown included). The
 # opencl and vulkan plugins are left out of the sanitized build: their drivers
 # here (PoCL, lavapipe) are uninstrumented LLVM JITs whose own allocations the
-# leak checker would report. Then the multi-threaded tests and the stress test
+# leak checker would report; so is cuda (no GPU here: its fake-driver tests run
+# in the main suite, and nvcc would only cost time). Then the multi-threaded tests and the stress test
 # under ThreadSanitizer in build-tsan/ (core, cpu and sim plugins only).
 # Between the suite and the sanitizers, scripts/test-arm.sh: OAR for aarch64,
 # tested and certified under qemu-aarch64 in build-arm/.
@@ -23,7 +24,7 @@ scripts/test-arm.sh
 
 if [ "${1:-}" != "--no-asan" ]; then
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DOAR_SANITIZE=address,undefined \
-    -DOAR_BUILD_BENCHMARKS=OFF -DOAR_PLUGIN_OPENCL=OFF -DOAR_PLUGIN_VULKAN=OFF
+    -DOAR_BUILD_BENCHMARKS=OFF -DOAR_PLUGIN_OPENCL=OFF -DOAR_PLUGIN_VULKAN=OFF -DOAR_PLUGIN_CUDA=OFF
   cmake --build build-asan -j "$jobs"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     ctest --test-dir build-asan --output-on-failure -j "$jobs" --timeout 600 \
@@ -34,7 +35,7 @@ fi
 # runtime TSan cannot see into, runs one thread.
 if [ "${1:-}" != "--no-asan" ]; then
   cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOAR_SANITIZE=thread \
-    -DOAR_BUILD_BENCHMARKS=OFF -DOAR_PLUGIN_OPENCL=OFF -DOAR_PLUGIN_VULKAN=OFF
+    -DOAR_BUILD_BENCHMARKS=OFF -DOAR_PLUGIN_OPENCL=OFF -DOAR_PLUGIN_VULKAN=OFF -DOAR_PLUGIN_CUDA=OFF
   cmake --build build-tsan -j "$jobs" --target oar_runtime_test oar_stress_test \
     oar_caching_allocator_test oar_plugin_sdk_test oar_plugin_cpu oar_plugin_sim
   OMP_NUM_THREADS=1 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
