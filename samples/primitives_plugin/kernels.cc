@@ -3,7 +3,9 @@
 // operator through its decomposition into these. Plain loops on the SDK's
 // helpers, as in samples/vendor_plugin: each body checks what it needs on the
 // calling thread, copies the tensor views into the work it queues on the
-// call's stream, and the work runs on that stream's worker.
+// call's stream, and the work runs on that stream's worker. The helpers and
+// the creation, layout, argmax and matmul kernels are the vendor sample's
+// (samples/vendor_plugin/common_kernels.cc).
 //
 // Numerics: floats are computed in double (f16/bf16 elementwise in float) and
 // rounded once when stored; integers wrap.
@@ -16,88 +18,15 @@
 #include <type_traits>
 #include <vector>
 
-#include "oar/sdk/queue_streams.hpp"
-#include "sample.h"
+#include "common_kernels.h"
 
 namespace sample {
 namespace {
 
-namespace sdk = oar::sdk;
-namespace ops = oar::ops;
-using sdk::KernelCall;
-using sdk::TensorView;
-
-constexpr uint32_t kFloats = ops::kFloats;
 constexpr uint32_t kInts = ops::kI32 | ops::kI64;
-constexpr uint32_t kNumbers = ops::kNumbers;
 constexpr uint32_t kSmall = ops::kSmallInts;
-constexpr uint32_t kAll = ops::kAll | ops::kSmallInts;
 
-// --- what every kernel shares -------------------------------------------------
-
-const sdk::AllocationTable& allocations_of(const KernelCall& call) {
-  return *static_cast<const sdk::AllocationTable*>(call.user_data);
-}
-TensorView input(const KernelCall& call, size_t i) {
-  allocations_of(call).check_tensor(call.input(i), "input");
-  return sdk::view_of(call.input(i));
-}
-TensorView output(const KernelCall& call, size_t i = 0) {
-  allocations_of(call).check_tensor(call.output(i), "output");
-  return sdk::view_of(call.output(i));
-}
-void launch(const KernelCall& call, std::function<void()> work) {
-  sdk::QueueStreams::submit(call.call.stream, std::move(work), {sdk::TaskInfo::kKernel, 0});
-}
-
-// A float value as double, an integer as itself (int32_t for the narrow ones).
-template <typename T>
-using wide_t = std::conditional_t<std::is_integral_v<sdk::compute_t<T>>, sdk::compute_t<T>, double>;
-template <typename T>
-wide_t<T> get(const TensorView& v, int64_t i) {
-  return wide_t<T>(sdk::load(v.ptr<T>() + i));
-}
-template <typename T, typename V>
-void put(const TensorView& v, int64_t i, V value) {
-  sdk::store(v.ptr<T>() + i, value);
-}
-inline int64_t truncate(double value) {  // NaN and values beyond int64: 0
-  return value >= -9223372036854775808.0 && value < 9223372036854775808.0 ? int64_t(value) : 0;
-}
-template <typename I, typename F>
-I wrap(I a, I b, F f) {  // integer arithmetic wraps: done in the unsigned type
-  using U = std::make_unsigned_t<I>;
-  return I(f(U(a), U(b)));
-}
-
-// Rows of |v| along |axis|: outer x extent x inner, contiguous.
-struct Rows {
-  int64_t outer = 1, extent = 1, inner = 1;
-};
-Rows rows_of(const TensorView& v, int axis) {
-  Rows r;
-  for (int d = 0; d < v.ndim; ++d) {
-    if (d < axis) r.outer *= v.shape[d];
-    if (d == axis) r.extent = v.shape[d];
-    if (d > axis) r.inner *= v.shape[d];
-  }
-  return r;
-}
-
-// Copies |from| into |to| element by element (any strides; one shape).
-void move_elements(const TensorView& to, const TensorView& from) {
-  const TensorView views[2] = {to, from};
-  const sdk::Loop<2> loop = sdk::make_loop(views);
-  const size_t size = to.element_size();
-  sdk::for_each_run(loop, [&](const int64_t* offset, int64_t n) {
-    char* y = loop.data[0] + offset[0] * int64_t(size);
-    const char* x = loop.data[1] + offset[1] * int64_t(size);
-    for (int64_t i = 0; i < n; ++i) {
-      std::memcpy(y + i * loop.inner_stride(0) * int64_t(size),
-                  x + i * loop.inner_stride(1) * int64_t(size), size);
-    }
-  });
-}
+// --- what these kernels share ------------------------------------------------------
 
 // Y = f(a, b) with a and b of type T and y of type Y (comparisons).
 template <typename Y, typename T, typename F>
@@ -115,23 +44,6 @@ void map_mixed(const TensorView (&views)[3], F f) {
 }
 
 // --- creation and moves -----------------------------------------------------------
-
-void fill(const KernelCall& call) {
-  const TensorView y = output(call);
-  const double value = call.attrs.get_float("value");
-  sdk::with_dtype<kAll>(y.dtype, [&](auto type) {
-    using T = decltype(type);
-    launch(call, [y, value] {
-      for (int64_t i = 0; i < y.numel(); ++i) {
-        if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-          put<T>(y, i, T(truncate(value)));
-        } else {
-          put<T>(y, i, value);
-        }
-      }
-    });
-  });
-}
 
 void arange(const KernelCall& call) {
   const TensorView y = output(call);
@@ -152,101 +64,6 @@ void arange(const KernelCall& call) {
       });
     }
   });
-}
-
-void copy(const KernelCall& call) {
-  const TensorView x = input(call, 0), y = output(call);
-  launch(call, [x, y] { move_elements(y, x); });
-}
-
-// An integer rounded once to |digits| significant bits (f16: 11, bf16: 8),
-// nearest even, as a float that holds the result exactly: converting it to
-// f16/bf16 is then exact (or overflows to inf), never a second rounding.
-float round_integer(int64_t value, int digits) {
-  const bool negative = value < 0;
-  uint64_t magnitude = negative ? 0 - uint64_t(value) : uint64_t(value);
-  int shift = 0;
-  while ((magnitude >> shift) >= (uint64_t(1) << digits)) ++shift;
-  if (shift > 0) {
-    const uint64_t rest = magnitude & ((uint64_t(1) << shift) - 1), half = uint64_t(1)
-                                                                           << (shift - 1);
-    magnitude >>= shift;
-    if (rest > half || (rest == half && (magnitude & 1) != 0)) ++magnitude;
-  }
-  const float result = std::ldexp(float(magnitude), shift);
-  return negative ? -result : result;
-}
-
-template <typename Y, typename V>
-void convert(Y* y, V value) {  // docs/ops.md's cast table
-  if constexpr (std::is_same_v<Y, bool>) {
-    sdk::store(y, value != V(0));  // NaN -> true
-  } else if constexpr (std::is_integral_v<Y> && std::is_floating_point_v<V>) {
-    *y = Y(truncate(value));
-  } else if constexpr (std::is_integral_v<V> &&
-                       (std::is_same_v<Y, sdk::half> || std::is_same_v<Y, sdk::bfloat16>)) {
-    sdk::store(y, round_integer(int64_t(value), std::is_same_v<Y, sdk::half> ? 11 : 8));
-  } else {
-    sdk::store(y, value);  // integers reach floats directly: rounded once
-  }
-}
-
-void cast(const KernelCall& call) {
-  const TensorView x = input(call, 0), y = output(call);
-  if (x.dtype.code == y.dtype.code && x.dtype.bits == y.dtype.bits) {
-    launch(call, [x, y] { move_elements(y, x); });
-    return;
-  }
-  sdk::with_dtype<kAll>(x.dtype, [&](auto from) {
-    sdk::with_dtype<kAll>(y.dtype, [&](auto to) {
-      using X = decltype(from);
-      using Y = decltype(to);
-      launch(call, [x, y] {
-        for (int64_t i = 0; i < x.numel(); ++i) convert(y.ptr<Y>() + i, sdk::load(x.ptr<X>() + i));
-      });
-    });
-  });
-}
-
-void transpose(const KernelCall& call) {
-  const TensorView x = input(call, 0), y = output(call);
-  const std::vector<int64_t> perm = call.attrs.get_ints("perm");
-  TensorView permuted = y;  // x read in y's order
-  permuted.data = x.data;
-  for (int d = 0; d < y.ndim; ++d) {
-    permuted.strides[d] = x.strides[sdk::normalize_axis(perm[size_t(d)], x.ndim, "transpose")];
-  }
-  launch(call, [permuted, y] { move_elements(y, permuted); });
-}
-
-void concat(const KernelCall& call) {
-  const TensorView y = output(call);
-  const int axis = sdk::normalize_axis(call.attrs.get_int("axis"), y.ndim, "concat");
-  std::vector<TensorView> parts;
-  for (size_t i = 0; i < call.num_inputs(); ++i) parts.push_back(input(call, i));
-  launch(call, [parts, y, axis] {
-    int64_t at = 0;
-    for (const TensorView& x : parts) {
-      TensorView slot = y;  // the part of y that x fills
-      slot.data += at * y.strides[axis] * int64_t(y.element_size());
-      slot.shape[axis] = x.shape[axis];
-      move_elements(slot, x);
-      at += x.shape[axis];
-    }
-  });
-}
-
-void slice(const KernelCall& call) {
-  const TensorView x = input(call, 0), y = output(call);
-  const int axis = sdk::normalize_axis(call.attrs.get_int("axis"), x.ndim, "slice");
-  const int64_t n = x.shape[axis];
-  int64_t start = call.attrs.get_int("start");
-  start = start < 0 ? std::max<int64_t>(start + n, 0) : std::min(start, n);
-  TensorView picked = x;  // the elements y takes, in y's shape
-  picked.data += start * x.strides[axis] * int64_t(x.element_size());
-  picked.strides[axis] *= call.attrs.get_int("step");
-  picked.shape[axis] = y.shape[axis];
-  launch(call, [picked, y] { move_elements(y, picked); });
 }
 
 void where(const KernelCall& call) {
@@ -501,32 +318,6 @@ void reduce(const KernelCall& call) {
   });
 }
 
-// argmax / argmin: the first position of the extreme; a NaN is extreme.
-template <bool kMax>
-void arg_extreme(const KernelCall& call) {
-  const TensorView x = input(call, 0), y = output(call);
-  const int axis = sdk::normalize_axis(call.attrs.get_int("axis"), x.ndim, "argmax");
-  const Rows r = x.ndim == 0 ? Rows{} : rows_of(x, axis);
-  sdk::require(r.extent > 0, OAR_STATUS_INVALID_ARGUMENT, "argmax/argmin of an empty axis");
-  sdk::with_dtype<kNumbers>(x.dtype, [&](auto type) {
-    using T = decltype(type);
-    launch(call, [x, y, r] {
-      for (int64_t o = 0; o < r.outer; ++o) {
-        for (int64_t in = 0; in < r.inner; ++in) {
-          const int64_t base = o * r.extent * r.inner + in;
-          int64_t best = 0;
-          auto best_value = get<T>(x, base);
-          for (int64_t k = 1; k < r.extent && best_value == best_value; ++k) {
-            const auto v = get<T>(x, base + k * r.inner);
-            if (v != v || (kMax ? v > best_value : v < best_value)) best = k, best_value = v;
-          }
-          put<int64_t>(y, o * r.inner + in, best);
-        }
-      }
-    });
-  });
-}
-
 template <bool kProd>
 void scan(const KernelCall& call) {
   const TensorView x = input(call, 0), y = output(call);
@@ -594,40 +385,6 @@ void argsort(const KernelCall& call) {
   });
 }
 
-// --- contraction ----------------------------------------------------------------------------
-
-void matmul(const KernelCall& call) {
-  const TensorView a = input(call, 0), b = input(call, 1), y = output(call);
-  const bool ta = call.attrs.get_bool("transpose_a"), tb = call.attrs.get_bool("transpose_b");
-  sdk::with_dtype<kFloats>(y.dtype, [&](auto type) {
-    using T = decltype(type);
-    launch(call, [a, b, y, ta, tb] {
-      const int64_t m = y.shape[y.ndim - 2], n = y.shape[y.ndim - 1];
-      const int64_t k = ta ? a.shape[a.ndim - 2] : a.shape[a.ndim - 1];
-      TensorView batch[3] = {y, a, b};  // the batch dimensions, broadcast
-      for (TensorView& v : batch) v.ndim -= 2;
-      const sdk::Loop<3> loop = sdk::make_loop(batch);
-      std::vector<double> row(static_cast<size_t>(n), 0.0);
-      sdk::for_each_run(loop, [&](const int64_t* offset, int64_t count) {
-        for (int64_t t = 0; t < count; ++t) {
-          const int64_t oy = offset[0] + t * loop.inner_stride(0);
-          const int64_t oa = offset[1] + t * loop.inner_stride(1);
-          const int64_t ob = offset[2] + t * loop.inner_stride(2);
-          for (int64_t i = 0; i < m; ++i) {
-            std::fill(row.begin(), row.end(), 0.0);
-            for (int64_t p = 0; p < k; ++p) {
-              const double av = get<T>(a, oa + (ta ? p * m + i : i * k + p));
-              for (int64_t j = 0; j < n; ++j)
-                row[size_t(j)] += av * get<T>(b, ob + (tb ? j * k + p : p * n + j));
-            }
-            for (int64_t j = 0; j < n; ++j) put<T>(y, oy + i * n + j, row[size_t(j)]);
-          }
-        }
-      });
-    });
-  });
-}
-
 }  // namespace
 
 void register_kernels(const oar_kernel_registrar_t* registrar, sdk::KernelTable& table,
@@ -681,8 +438,8 @@ void register_kernels(const oar_kernel_registrar_t* registrar, sdk::KernelTable&
   add("prod", &reduce<Red::kProd>, kNumbers);
   add("max", &reduce<Red::kMax>, kNumbers);
   add("min", &reduce<Red::kMin>, kNumbers);
-  add("argmax", &arg_extreme<true>, kNumbers);
-  add("argmin", &arg_extreme<false>, kNumbers);
+  add("argmax", &argmax, kNumbers);
+  add("argmin", &argmin, kNumbers);
   add("cumsum", &scan<false>, kNumbers);
   add("cumprod", &scan<true>, kNumbers);
   add("argsort", &argsort, kNumbers);

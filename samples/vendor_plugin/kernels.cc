@@ -3,204 +3,25 @@
 // checks what it needs on the calling thread (a bad call fails at once with a
 // message), copies the tensor views into the work it queues on the call's
 // stream, and the work runs on that stream's worker. A real chip's kernels
-// launch device code here instead; the registration stays the same.
+// launch device code here instead; the registration stays the same. The
+// helpers and the creation, layout, argmax and matmul kernels are in
+// common_kernels.cc (samples/primitives_plugin registers them too).
 //
 // Numerics: floats are computed in double and rounded once when stored, which
 // meets docs/ops.md's rules for every dtype; integers wrap.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <functional>
-#include <limits>
 #include <string>
 #include <type_traits>
 #include <vector>
 
-#include "oar/sdk/queue_streams.hpp"
-#include "sample.h"
+#include "common_kernels.h"
 
 namespace sample {
 namespace {
 
-namespace sdk = oar::sdk;
-namespace ops = oar::ops;
-using sdk::KernelCall;
-using sdk::TensorView;
-
-constexpr uint32_t kFloats = ops::kFloats;
-constexpr uint32_t kNumbers = ops::kNumbers;
-// Every dtype of the set, the narrow integers included (the plumbing operators).
-constexpr uint32_t kAll = ops::kAll | ops::kSmallInts;
-
-// --- what every kernel shares ---------------------------------------------------
-
-const sdk::AllocationTable& allocations_of(const KernelCall& call) {
-  return *static_cast<const sdk::AllocationTable*>(call.user_data);
-}
-
-TensorView input(const KernelCall& call, size_t i) {
-  allocations_of(call).check_tensor(call.input(i), "input");
-  return sdk::view_of(call.input(i));
-}
-
-TensorView output(const KernelCall& call, size_t i = 0) {
-  allocations_of(call).check_tensor(call.output(i), "output");
-  return sdk::view_of(call.output(i));
-}
-
-void launch(const KernelCall& call, std::function<void()> work) {
-  sdk::QueueStreams::submit(call.call.stream, std::move(work), {sdk::TaskInfo::kKernel, 0});
-}
-
-// A float value as double, an integer as itself.
-template <typename T>
-using wide_t = std::conditional_t<std::is_integral_v<sdk::compute_t<T>>, sdk::compute_t<T>, double>;
-
-template <typename T>
-wide_t<T> get(const TensorView& v, int64_t i) {
-  return wide_t<T>(sdk::load(v.ptr<T>() + i));
-}
-
-template <typename T, typename V>
-void put(const TensorView& v, int64_t i, V value) {
-  sdk::store(v.ptr<T>() + i, value);
-}
-
-// A float truncated toward zero into an integer; NaN and values outside
-// int64's range give 0 (docs/ops.md leaves them unspecified).
-inline int64_t truncate(double value) {
-  return value >= -9223372036854775808.0 && value < 9223372036854775808.0 ? int64_t(value) : 0;
-}
-
-// Integer arithmetic wraps (docs/ops.md): done in the unsigned type.
-template <typename I, typename F>
-I wrap(I a, I b, F f) {
-  using U = std::make_unsigned_t<I>;
-  return I(f(U(a), U(b)));
-}
-
-// Rows of |v| along |axis|: outer x extent x inner, contiguous.
-struct Rows {
-  int64_t outer = 1, extent = 1, inner = 1;
-};
-Rows rows_of(const TensorView& v, int axis) {
-  Rows r;
-  for (int d = 0; d < v.ndim; ++d) {
-    if (d < axis) r.outer *= v.shape[d];
-    if (d == axis) r.extent = v.shape[d];
-    if (d > axis) r.inner *= v.shape[d];
-  }
-  return r;
-}
-
-// Copies |from| into |to| element by element (any strides; one shape).
-void move_elements(const TensorView& to, const TensorView& from) {
-  const TensorView views[2] = {to, from};
-  const sdk::Loop<2> loop = sdk::make_loop(views);
-  const size_t size = to.element_size();
-  sdk::for_each_run(loop, [&](const int64_t* offset, int64_t n) {
-    char* y = loop.data[0] + offset[0] * int64_t(size);
-    const char* x = loop.data[1] + offset[1] * int64_t(size);
-    for (int64_t i = 0; i < n; ++i) {
-      std::memcpy(y + i * loop.inner_stride(0) * int64_t(size),
-                  x + i * loop.inner_stride(1) * int64_t(size), size);
-    }
-  });
-}
-
-// --- creation and layout ----------------------------------------------------------
-
-void fill(const KernelCall& call) {
-  const TensorView y = output(call);
-  const double value = call.attrs.get_float("value");
-  sdk::with_dtype<kAll>(y.dtype, [&](auto type) {
-    using T = decltype(type);
-    launch(call, [y, value] {
-      for (int64_t i = 0; i < y.numel(); ++i) {
-        if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-          put<T>(y, i, T(truncate(value)));
-        } else {
-          put<T>(y, i, value);
-        }
-      }
-    });
-  });
-}
-
-void copy(const KernelCall& call) {
-  const TensorView x = input(call, 0), y = output(call);
-  launch(call, [x, y] { move_elements(y, x); });
-}
-
-// docs/ops.md's cast table; |value| is the source element as sdk::load reads it.
-template <typename Y, typename V>
-void convert(Y* y, V value) {
-  if constexpr (std::is_same_v<Y, bool>) {
-    sdk::store(y, value != V(0));  // NaN -> true
-  } else if constexpr (std::is_integral_v<Y> && std::is_floating_point_v<V>) {
-    *y = Y(truncate(value));
-  } else {
-    sdk::store(y, value);  // integers reach floats directly: i64 -> f32 rounds once
-  }
-}
-
-void cast(const KernelCall& call) {
-  const TensorView x = input(call, 0), y = output(call);
-  if (x.dtype.code == y.dtype.code && x.dtype.bits == y.dtype.bits) {
-    launch(call, [x, y] { move_elements(y, x); });  // bit-exact
-    return;
-  }
-  sdk::with_dtype<kAll>(x.dtype, [&](auto from) {
-    sdk::with_dtype<kAll>(y.dtype, [&](auto to) {
-      using X = decltype(from);
-      using Y = decltype(to);
-      launch(call, [x, y] {
-        for (int64_t i = 0; i < x.numel(); ++i) convert(y.ptr<Y>() + i, sdk::load(x.ptr<X>() + i));
-      });
-    });
-  });
-}
-
-void transpose(const KernelCall& call) {
-  const TensorView x = input(call, 0), y = output(call);
-  const std::vector<int64_t> perm = call.attrs.get_ints("perm");
-  TensorView permuted = y;  // x read in y's order
-  permuted.data = x.data;
-  for (int d = 0; d < y.ndim; ++d) {
-    permuted.strides[d] = x.strides[sdk::normalize_axis(perm[size_t(d)], x.ndim, "transpose")];
-  }
-  launch(call, [permuted, y] { move_elements(y, permuted); });
-}
-
-void concat(const KernelCall& call) {
-  const TensorView y = output(call);
-  const int axis = sdk::normalize_axis(call.attrs.get_int("axis"), y.ndim, "concat");
-  std::vector<TensorView> parts;
-  for (size_t i = 0; i < call.num_inputs(); ++i) parts.push_back(input(call, i));
-  launch(call, [parts, y, axis] {
-    int64_t at = 0;
-    for (const TensorView& x : parts) {
-      TensorView slot = y;  // the part of y that x fills
-      slot.data += at * y.strides[axis] * int64_t(y.element_size());
-      slot.shape[axis] = x.shape[axis];
-      move_elements(slot, x);
-      at += x.shape[axis];
-    }
-  });
-}
-
-void slice(const KernelCall& call) {
-  const TensorView x = input(call, 0), y = output(call);
-  const int axis = sdk::normalize_axis(call.attrs.get_int("axis"), x.ndim, "slice");
-  const int64_t n = x.shape[axis];
-  int64_t start = call.attrs.get_int("start");
-  start = start < 0 ? std::max<int64_t>(start + n, 0) : std::min(start, n);
-  TensorView picked = x;  // the elements y takes, in y's shape
-  picked.data += start * x.strides[axis] * int64_t(x.element_size());
-  picked.strides[axis] *= call.attrs.get_int("step");
-  picked.shape[axis] = y.shape[axis];
-  launch(call, [picked, y] { move_elements(y, picked); });
-}
+// --- indexing ---------------------------------------------------------------------
 
 template <typename I>
 int64_t checked_index(const TensorView& index, int64_t i, int64_t bound, const char* op) {
@@ -338,65 +159,7 @@ void sum_body(const KernelCall& call) {
   });
 }
 
-void argmax(const KernelCall& call) {
-  const TensorView x = input(call, 0), y = output(call);
-  const int axis = sdk::normalize_axis(call.attrs.get_int("axis"), x.ndim, "argmax");
-  const Rows r = x.ndim == 0 ? Rows{} : rows_of(x, axis);
-  sdk::require(r.extent > 0, OAR_STATUS_INVALID_ARGUMENT, "argmax of an empty axis has no value");
-  sdk::with_dtype<kNumbers>(x.dtype, [&](auto type) {
-    using T = decltype(type);
-    launch(call, [x, y, r] {
-      for (int64_t o = 0; o < r.outer; ++o) {
-        for (int64_t in = 0; in < r.inner; ++in) {
-          const int64_t base = o * r.extent * r.inner + in;
-          int64_t best = 0;
-          auto best_value = get<T>(x, base);
-          for (int64_t k = 1; k < r.extent; ++k) {
-            const auto v = get<T>(x, base + k * r.inner);
-            if (best_value != best_value) break;  // the first NaN wins
-            if (v > best_value || v != v) best = k, best_value = v;
-          }
-          put<int64_t>(y, o * r.inner + in, best);
-        }
-      }
-    });
-  });
-}
-
 // --- neural network ------------------------------------------------------------------------
-
-void matmul(const KernelCall& call) {
-  const TensorView a = input(call, 0), b = input(call, 1), y = output(call);
-  const bool ta = call.attrs.get_bool("transpose_a"), tb = call.attrs.get_bool("transpose_b");
-  sdk::with_dtype<kFloats>(y.dtype, [&](auto type) {
-    using T = decltype(type);
-    launch(call, [a, b, y, ta, tb] {
-      const int64_t m = y.shape[y.ndim - 2], n = y.shape[y.ndim - 1];
-      const int64_t k = ta ? a.shape[a.ndim - 2] : a.shape[a.ndim - 1];
-      // The batch of y, with a's and b's batch dimensions broadcast to it.
-      TensorView batch[3] = {y, a, b};  // strides in elements, as the matrices' offsets
-      for (TensorView& v : batch) v.ndim -= 2;
-      const sdk::Loop<3> loop = sdk::make_loop(batch);
-      std::vector<double> row(static_cast<size_t>(n), 0.0);
-      sdk::for_each_run(loop, [&](const int64_t* offset, int64_t count) {
-        for (int64_t t = 0; t < count; ++t) {
-          const int64_t oy = offset[0] + t * loop.inner_stride(0);
-          const int64_t oa = offset[1] + t * loop.inner_stride(1);
-          const int64_t ob = offset[2] + t * loop.inner_stride(2);
-          for (int64_t i = 0; i < m; ++i) {
-            std::fill(row.begin(), row.end(), 0.0);
-            for (int64_t p = 0; p < k; ++p) {
-              const double av = get<T>(a, oa + (ta ? p * m + i : i * k + p));
-              for (int64_t j = 0; j < n; ++j)
-                row[size_t(j)] += av * get<T>(b, ob + (tb ? j * k + p : p * n + j));
-            }
-            for (int64_t j = 0; j < n; ++j) put<T>(y, oy + i * n + j, row[size_t(j)]);
-          }
-        }
-      });
-    });
-  });
-}
 
 // Softmax of one row of |count| values read by |at(j)|, into |out(j, p)|; a
 // row with NaN or +inf, or all -inf, gives NaN everywhere (docs/ops.md).

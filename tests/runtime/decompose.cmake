@@ -88,6 +88,7 @@ endif()
 # (natively or decomposed) and every model.
 oar_add_plugin(sample_primitives
   SOURCES ${PROJECT_SOURCE_DIR}/samples/vendor_plugin/plugin.cc
+          ${PROJECT_SOURCE_DIR}/samples/vendor_plugin/common_kernels.cc
           ${PROJECT_SOURCE_DIR}/samples/primitives_plugin/kernels.cc
   OUTPUT_DIR ${OAR_DECOMPOSE_PLUGIN_DIR}
   MANIFEST_DIR ${OAR_DECOMPOSE_PLUGIN_DIR}
