@@ -16,31 +16,11 @@
 #include <vector>
 
 #include "core/ops/decompositions/decompose.h"
+#include "decompose_test_util.h"
 #include "oar/oar.hpp"
 
 namespace oar::testing {
 namespace {
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-RuntimeOptions only(const char* manifest) {
-  RuntimeOptions options;
-  options.use_environment = false;
-  options.search_install_prefix = false;
-  options.plugin_files = {manifest};
-  return options;
-}
-
-Tensor upload(Device& device, const std::vector<double>& values, std::vector<int64_t> shape,
-              DLDataType dtype) {
-  Stream& stream = device.default_stream();
-  Tensor wide = Tensor::empty(device, std::move(shape), dtype::f64);
-  if (!values.empty()) wide.copy_from_host(stream, values.data());
-  Tensor t = dtype == dtype::f64 ? wide : ops::cast(stream, wide, dtype);
-  stream.synchronize();
-  return t;
-}
 
 Tensor upload_index(Device& device, const std::vector<int64_t>& values, std::vector<int64_t> shape,
                     DLDataType dtype = dtype::i64) {
@@ -50,23 +30,6 @@ Tensor upload_index(Device& device, const std::vector<int64_t>& values, std::vec
   if (dtype != dtype::i64) t = ops::cast(stream, t, dtype);
   stream.synchronize();
   return t;
-}
-
-std::vector<double> download(Device& device, const Tensor& t) {
-  Stream& stream = device.default_stream();
-  Tensor wide = t.dtype() == dtype::f64 ? t : ops::cast(stream, t, dtype::f64);
-  std::vector<double> values(size_t(wide.numel()));
-  if (!values.empty()) wide.copy_to_host(stream, values.data());
-  stream.synchronize();
-  return values;
-}
-
-std::vector<double> random_values(size_t n, double lo, double hi, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> dist(lo, hi);
-  std::vector<double> v(n);
-  for (double& x : v) x = dist(rng);
-  return v;
 }
 
 // The family tolerances of docs/conformance.md (rtol, atol per dtype).
@@ -299,16 +262,7 @@ std::vector<Case> cases() {
                    }});
     }
   }
-  struct Attention {
-    const char* name;
-    int64_t lq, lk;
-    bool causal;
-    const char* alignment;
-  };
-  for (Attention a : {Attention{"", 5, 9, false, "bottom_right"},
-                      Attention{"_causal_bottom_right", 5, 9, true, "bottom_right"},
-                      Attention{"_causal_more_queries", 9, 5, true, "bottom_right"},
-                      Attention{"_causal_top_left", 9, 5, true, "top_left"}}) {
+  for (const Attention& a : kAttentions) {
     c.push_back(
         {std::string("scaled_dot_product_attention_grad") + a.name,
          "scaled_dot_product_attention_grad", F::kNormalized,
@@ -391,14 +345,6 @@ std::vector<Case> cases() {
   return c;
 }
 
-bool claimed(Device& device, DLDataType t) {
-  const uint32_t bits = device.properties().dtypes;
-  if (t == dtype::f16) return (bits & OAR_DTYPE_SUPPORT_F16) != 0;
-  if (t == dtype::bf16) return (bits & OAR_DTYPE_SUPPORT_BF16) != 0;
-  if (t == dtype::f64) return (bits & OAR_DTYPE_SUPPORT_F64) != 0;
-  return true;
-}
-
 // |got| against |want| within |tol|: the ratio of the difference to the
 // allowed difference (NaN and infinities must match exactly: ratio 0 or inf).
 double ratio(double got, double want, Tolerance tol) {
@@ -427,14 +373,8 @@ void compare_forced_with_native(const char* manifest) {
       if (!claimed(device, t)) continue;
       SCOPED_TRACE(c.name + " " + dtype_name(t));
       std::vector<Tensor> in = c.inputs(device, t);
-      decompose::set_device_mode(device, decompose::Mode::kFallback);
-      const uint64_t before = decompose::decomposition_count();
-      std::vector<std::vector<double>> native = run_all(device, c, in);
-      EXPECT_EQ(decompose::decomposition_count(), before) << "the native run decomposed";
-      decompose::set_device_mode(device, decompose::Mode::kForce);
-      std::vector<std::vector<double>> decomposed = run_all(device, c, in);
-      EXPECT_GT(decompose::decomposition_count(), before) << "the forced run did not decompose";
-      decompose::clear_device_mode(device);
+      const auto [native, decomposed] =
+          run_native_and_forced(device, [&] { return run_all(device, c, in); });
       ASSERT_EQ(native.size(), decomposed.size());
       const Tolerance tol = tolerance_for(c.family, t);
       for (size_t o = 0; o < native.size(); ++o) {

@@ -15,49 +15,11 @@
 #include <string>
 #include <vector>
 
+#include "decompose_test_util.h"
 #include "oar/oar.hpp"
 
 namespace oar::testing {
 namespace {
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-RuntimeOptions only(const char* manifest) {
-  RuntimeOptions options;
-  options.use_environment = false;
-  options.search_install_prefix = false;
-  options.plugin_files = {manifest};
-  return options;
-}
-
-// Host values to a device tensor of |dtype| (through f64 and a cast).
-Tensor upload(Device& device, const std::vector<double>& values, std::vector<int64_t> shape,
-              DLDataType dtype) {
-  Stream& stream = device.default_stream();
-  Tensor wide = Tensor::empty(device, std::move(shape), dtype::f64);
-  wide.copy_from_host(stream, values.data());
-  Tensor t = dtype == dtype::f64 ? wide : ops::cast(stream, wide, dtype);
-  stream.synchronize();
-  return t;
-}
-
-std::vector<double> download(Device& device, const Tensor& t) {
-  Stream& stream = device.default_stream();
-  Tensor wide = t.dtype() == dtype::f64 ? t : ops::cast(stream, t, dtype::f64);
-  std::vector<double> values(size_t(wide.numel()));
-  wide.copy_to_host(stream, values.data());
-  stream.synchronize();
-  return values;
-}
-
-std::vector<double> random_values(size_t n, double lo, double hi, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> dist(lo, hi);
-  std::vector<double> v(n);
-  for (double& x : v) x = dist(rng);
-  return v;
-}
 
 // The tolerance of a decomposition against the fused kernel (docs/ops.md):
 // f16/bf16 are computed in f32 by both and rounded once, so they differ by
@@ -239,17 +201,8 @@ std::vector<Case> cases() {
                             {Attr("reduction", reduction)})[0];
          }});
   }
-  struct Attention {
-    const char* name;
-    int64_t lq, lk;
-    bool causal;
-    const char* alignment;
-  };
-  for (Attention a : {Attention{"attention", 5, 9, false, "bottom_right"},
-                      Attention{"attention_causal_bottom_right", 5, 9, true, "bottom_right"},
-                      Attention{"attention_causal_more_queries", 9, 5, true, "bottom_right"},
-                      Attention{"attention_causal_top_left", 9, 5, true, "top_left"}}) {
-    c.push_back({a.name,
+  for (const Attention& a : kAttentions) {
+    c.push_back({std::string("attention") + a.name,
                  [a](Device& d, DLDataType t) {
                    return std::vector<Tensor>{
                        upload(d, random_values(size_t(2 * a.lq * 8), -2, 2, 13), {2, a.lq, 8}, t),
@@ -324,15 +277,6 @@ std::vector<Case> cases() {
 // Defines add_layout_and_math_cases() with the helpers above.
 #include "decompose_layout_math_cases.h"  // NOLINT(build/include)
 
-// f32 always; f16, bf16 and f64 where the device claims them.
-bool claimed(Device& device, DLDataType t) {
-  const uint32_t bits = device.properties().dtypes;
-  if (t == dtype::f16) return (bits & OAR_DTYPE_SUPPORT_F16) != 0;
-  if (t == dtype::bf16) return (bits & OAR_DTYPE_SUPPORT_BF16) != 0;
-  if (t == dtype::f64) return (bits & OAR_DTYPE_SUPPORT_F64) != 0;
-  return true;
-}
-
 bool close(double got, double want, Tolerance tol) {
   if (std::isnan(want)) return std::isnan(got);
   if (std::isinf(want)) return got == want;
@@ -351,14 +295,8 @@ void compare_forced_with_native(const char* manifest) {
       if (!claimed(device, t)) continue;
       SCOPED_TRACE(c.name + " " + dtype_name(t));
       std::vector<Tensor> in = c.inputs(device, t);
-      decompose::set_device_mode(device, decompose::Mode::kFallback);
-      const uint64_t before = decompose::decomposition_count();
-      std::vector<double> native = download(device, c.run(device.default_stream(), in));
-      EXPECT_EQ(decompose::decomposition_count(), before) << "the native run decomposed";
-      decompose::set_device_mode(device, decompose::Mode::kForce);
-      std::vector<double> decomposed = download(device, c.run(device.default_stream(), in));
-      EXPECT_GT(decompose::decomposition_count(), before) << "the forced run did not decompose";
-      decompose::clear_device_mode(device);
+      const auto [native, decomposed] = run_native_and_forced(
+          device, [&] { return download(device, c.run(device.default_stream(), in)); });
       ASSERT_EQ(native.size(), decomposed.size());
       Tolerance tol = tolerance_for(t);
       size_t bad = 0;
