@@ -35,28 +35,32 @@ void silu(Graph& g) {
   g.finish(div, {x, one_plus_exp_neg(g, x)}, g.out(0));
 }
 
+// gelu "none": 0.5 x (1 + erf(x / sqrt 2)). gelu "tanh": 0.5 x (1 + tanh(u)),
+// u = sqrt(2/pi) (x + 0.044715 x^3), written as x / (1 + exp(-2u)): the same
+// value, but exactly -0 where tanh(u) would be -1 and NaN at -inf, even on a
+// device whose tanh stops an ulp short of -1 (PoCL's does, and 1 + tanh(u)
+// then leaves -3e-6 for -0 and -inf for NaN).
 void gelu(Graph& g) {
   OAR_OP(mul, "mul");
   OAR_OP(add, "add");
+  OAR_OP(div, "div");
   OAR_OP(erf, "erf");
-  OAR_OP(tanh, "tanh");
   const DLTensor* x = g.widen(g.in(0));
   const DLDataType t = x->dtype;
-  const DLTensor* half_x = g.call(mul, {x, g.scalar(0.5, t)});
-  const DLTensor* inner = nullptr;
   std::string approximate = g.attrs().get_string("approximate");
   if (approximate == "tanh") {
-    // tanh(sqrt(2/pi) * (x + 0.044715 x^3))
     const DLTensor* x3 = g.call(mul, {g.call(mul, {x, x}), x});
     const DLTensor* poly = g.call(add, {x, g.call(mul, {x3, g.scalar(0.044715, t)})});
-    inner = g.call(tanh, {g.call(mul, {poly, g.scalar(std::sqrt(2.0 / M_PI), t)})});
+    const DLTensor* two_u = g.call(mul, {poly, g.scalar(2.0 * std::sqrt(2.0 / M_PI), t)});
+    g.finish(div, {x, one_plus_exp_neg(g, two_u)}, g.out(0));
   } else if (approximate == "none") {
-    inner = g.call(erf, {g.call(mul, {x, g.scalar(M_SQRT1_2, t)})});
+    const DLTensor* half_x = g.call(mul, {x, g.scalar(0.5, t)});
+    const DLTensor* inner = g.call(erf, {g.call(mul, {x, g.scalar(M_SQRT1_2, t)})});
+    g.finish(mul, {half_x, g.call(add, {inner, g.scalar(1.0, t)})}, g.out(0));
   } else {
     throw Error(OAR_STATUS_INVALID_ARGUMENT,
                 "gelu: approximate must be \"none\" or \"tanh\", not \"" + approximate + "\"");
   }
-  g.finish(mul, {half_x, g.call(add, {inner, g.scalar(1.0, t)})}, g.out(0));
 }
 
 // relu(x) = maximum(x, 0): NaN stays NaN (maximum propagates it); ints too.
