@@ -3,10 +3,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <mutex>
+#include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "core/ops/kernel_registry.h"
 #include "core/util/checked_math.h"
@@ -290,5 +294,100 @@ void Graph::finish(const OpId& op, const std::vector<const DLTensor*>& inputs, c
   const DLTensor* result = call(op, inputs, attrs);
   call_into(cast_op, {result}, out);
 }
+
+// ---- Steps several decompositions share ----
+
+#define OAR_OP(var, name) static const OpId var(name)
+
+void store(Graph& g, const DLTensor* t, const DLTensor* out) {
+  OAR_OP(copy, "copy");
+  OAR_OP(cast, "cast");
+  g.call_into(t->dtype == out->dtype ? copy : cast, {t}, out);
+}
+
+const DLTensor* row_sum(Graph& g, const DLTensor* t, int64_t axis) {
+  OAR_OP(sum, "sum");
+  std::vector<int64_t> axes{axis};
+  return g.call(sum, {t}, {Attr("axes", axes), Attr("keepdim", true)});
+}
+
+const DLTensor* row_mean(Graph& g, const DLTensor* x) {
+  OAR_OP(mean, "mean");
+  std::vector<int64_t> axes{-1};
+  return g.call(mean, {x}, {Attr("axes", axes), Attr("keepdim", true)});
+}
+
+RowStats row_stats(Graph& g, const DLTensor* x, double eps, bool centred) {
+  OAR_OP(sub, "sub");
+  OAR_OP(mul, "mul");
+  OAR_OP(add, "add");
+  OAR_OP(rsqrt, "rsqrt");
+  const DLTensor* c = centred ? g.call(sub, {x, row_mean(g, x)}) : x;
+  const DLTensor* var = row_mean(g, g.call(mul, {c, c}));
+  const DLTensor* rstd = g.call(rsqrt, {g.call(add, {var, g.scalar(eps, x->dtype)})});
+  return {c, rstd};
+}
+
+AttentionScores attention_scores(Graph& g, const DLTensor* q, const DLTensor* k) {
+  OAR_OP(matmul, "matmul");
+  OAR_OP(mul, "mul");
+  OAR_OP(le, "le");
+  OAR_OP(where, "where");
+  OAR_OP(arange, "arange");
+  const DLDataType t = q->dtype;
+  const int r = q->ndim;
+  const int64_t lq = q->shape[r - 2], lk = k->shape[r - 2], d = q->shape[r - 1];
+  double scale = g.attrs().get_float("scale");
+  if (scale == 0) scale = d > 0 ? 1.0 / std::sqrt(double(d)) : 1.0;
+  AttentionScores a{nullptr, nullptr, g.scalar(scale, t)};
+  a.scores = g.call(mul, {g.call(matmul, {q, k}, {Attr("transpose_b", true)}), a.scale});
+  if (!g.attrs().get_bool("causal")) return a;
+  const std::string alignment = g.attrs().get_string("causal_alignment");
+  if (alignment != "bottom_right" && alignment != "top_left") {
+    throw Error(OAR_STATUS_INVALID_ARGUMENT,
+                "scaled_dot_product_attention: causal_alignment must be bottom_right or "
+                "top_left, not \"" +
+                    alignment + "\"");
+  }
+  const int64_t shift = alignment == "bottom_right" ? lk - lq : 0;
+  // Key j is visible to query i when j <= i + shift.
+  const DLTensor* rows = g.empty({lq}, dtype::i64);
+  g.call_into(arange, {}, rows, {Attr("start", double(shift)), Attr("end", double(shift + lq))});
+  const DLTensor* cols = g.empty({lk}, dtype::i64);
+  g.call_into(arange, {}, cols, {Attr("end", double(lk))});
+  const DLTensor* limit = g.view(rows, {lq, 1});
+  const DLTensor* mask = g.call(le, {g.view(cols, {1, lk}), limit});
+  a.scores = g.call(where, {mask, a.scores, g.scalar(-std::numeric_limits<double>::infinity(), t)});
+  // Query i sees key 0 when 0 <= i + shift.
+  if (shift < 0 && lk > 0) a.row_visible = g.call(le, {g.scalar(0, dtype::i64), limit});
+  return a;
+}
+
+const DLTensor* pad_hw(Graph& g, const DLTensor* x, int64_t ph, int64_t pw, double value) {
+  OAR_OP(concat, "concat");
+  const int64_t n = x->shape[0], c = x->shape[1], h = x->shape[2], w = x->shape[3];
+  if (ph > 0) {
+    const DLTensor* rows = g.full({n, c, ph, w}, value, x->dtype);
+    x = g.call(concat, {rows, x, rows}, {Attr("axis", int64_t(2))});
+  }
+  if (pw > 0) {
+    const DLTensor* cols = g.full({n, c, h + 2 * ph, pw}, value, x->dtype);
+    x = g.call(concat, {cols, x, cols}, {Attr("axis", int64_t(3))});
+  }
+  return x;
+}
+
+const DLTensor* window_tap(Graph& g, const DLTensor* padded, int64_t h0, int64_t w0, int64_t oh,
+                           int64_t ow, int64_t sh, int64_t sw) {
+  OAR_OP(slice, "slice");
+  const DLTensor* rows = g.call(slice, {padded},
+                                {Attr("axis", int64_t(2)), Attr("start", h0),
+                                 Attr("end", h0 + (oh - 1) * sh + 1), Attr("step", sh)});
+  return g.call(slice, {rows},
+                {Attr("axis", int64_t(3)), Attr("start", w0), Attr("end", w0 + (ow - 1) * sw + 1),
+                 Attr("step", sw)});
+}
+
+#undef OAR_OP
 
 }  // namespace oar::decompose

@@ -122,6 +122,46 @@ class Graph {
   std::vector<Buffer> buffers_;
 };
 
+// ---- Steps several decompositions share (decompose.cc) ----
+
+// |t| (in the compute type) stored into |out|: a copy, or a cast where the
+// dtypes differ.
+void store(Graph& g, const DLTensor* t, const DLTensor* out);
+
+// Σ |t| along |axis|, kept.
+const DLTensor* row_sum(Graph& g, const DLTensor* t, int64_t axis);
+// Mean over the last axis, kept: through the mean operator (native or
+// decomposed).
+const DLTensor* row_mean(Graph& g, const DLTensor* x);
+
+// The row statistics of layer_norm (|centred|: c = x − mean(x), two passes)
+// and rms_norm (c = x): c and rstd = rsqrt(mean(c · c) + eps), over the last
+// axis (kept).
+struct RowStats {
+  const DLTensor* centred;
+  const DLTensor* rstd;
+};
+RowStats row_stats(Graph& g, const DLTensor* x, double eps, bool centred);
+
+// scaled_dot_product_attention's scores, scale · q kᵀ with the causal mask
+// (-inf where a key is hidden) when the attributes ask for it; |row_visible|
+// ([Lq, 1] bool) is set where some query sees no key (bottom-right alignment
+// with Lq > Lk), else null; |scale| is the scale as a rank-0 tensor.
+struct AttentionScores {
+  const DLTensor* scores;
+  const DLTensor* row_visible;
+  const DLTensor* scale;
+};
+AttentionScores attention_scores(Graph& g, const DLTensor* q, const DLTensor* k);
+
+// |x| [A, B, H, W] with |ph| rows and |pw| columns of |value| on each side.
+const DLTensor* pad_hw(Graph& g, const DLTensor* x, int64_t ph, int64_t pw, double value);
+// One window tap of every output position of a sliding window over |padded|
+// [A, B, HP, WP]: [A, B, OH, OW] with element (i, j) = padded[..., h0 + i·sh,
+// w0 + j·sw].
+const DLTensor* window_tap(Graph& g, const DLTensor* padded, int64_t h0, int64_t w0, int64_t oh,
+                           int64_t ow, int64_t sh, int64_t sw);
+
 using DecompositionFn = void (*)(Graph& graph);
 struct Decomposition {
   const char* op;

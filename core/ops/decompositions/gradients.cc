@@ -22,14 +22,6 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// |t| (in the compute type) stored into |out|: a copy, or a cast where the
-// dtypes differ.
-void store(Graph& g, const DLTensor* t, const DLTensor* out) {
-  OAR_OP(copy, "copy");
-  OAR_OP(cast, "cast");
-  g.call_into(t->dtype == out->dtype ? copy : cast, {t}, out);
-}
-
 // ---- Pointwise gradients ----
 
 // dx = dy where x > 0, else 0; x NaN gives NaN (a select: dy NaN or inf is
@@ -129,12 +121,6 @@ void gelu_grad(Graph& g) {
 }
 
 // ---- Row gradients ----
-
-const DLTensor* row_sum(Graph& g, const DLTensor* t, int64_t axis) {
-  OAR_OP(sum, "sum");
-  std::vector<int64_t> axes{axis};
-  return g.call(sum, {t}, {Attr("axes", axes), Attr("keepdim", true)});
-}
 
 // dx = y · (dy − Σ dy · y) along axis.
 void softmax_grad(Graph& g) {
@@ -239,12 +225,6 @@ void rotary_embedding_grad(Graph& g) {
 
 // ---- Norm gradients ----
 
-const DLTensor* row_mean(Graph& g, const DLTensor* x) {
-  OAR_OP(mean, "mean");
-  std::vector<int64_t> axes{-1};
-  return g.call(mean, {x}, {Attr("axes", axes), Attr("keepdim", true)});
-}
-
 // Σ over every row of |t| ([..., D] -> [D]).
 const DLTensor* column_sum(Graph& g, const DLTensor* t) {
   OAR_OP(sum, "sum");
@@ -263,17 +243,12 @@ const DLTensor* column_sum(Graph& g, const DLTensor* t) {
 void norm_grad(Graph& g, bool centred) {
   OAR_OP(sub, "sub");
   OAR_OP(mul, "mul");
-  OAR_OP(add, "add");
-  OAR_OP(rsqrt, "rsqrt");
   const DLTensor* dy = g.widen(g.in(0));
   const DLTensor* x = g.widen(g.in(1));
   const DLTensor* weight = g.widen(g.in(2));
-  const DLDataType t = x->dtype;
-  const DLTensor* c = centred ? g.call(sub, {x, row_mean(g, x)}) : x;
-  const DLTensor* var = row_mean(g, g.call(mul, {c, c}));
-  const DLTensor* rstd =
-      g.call(rsqrt, {g.call(add, {var, g.scalar(g.attrs().get_float("eps"), t)})});
-  const DLTensor* xhat = g.call(mul, {c, rstd});
+  const RowStats st = row_stats(g, x, g.attrs().get_float("eps"), centred);
+  const DLTensor* rstd = st.rstd;
+  const DLTensor* xhat = g.call(mul, {st.centred, rstd});
   const DLTensor* gw = g.call(mul, {dy, weight});
   const DLTensor* inner = g.call(mul, {xhat, row_mean(g, g.call(mul, {gw, xhat}))});
   const DLTensor* d = centred ? g.call(sub, {gw, row_mean(g, gw)}) : gw;
@@ -300,32 +275,10 @@ struct Window {
   int64_t positions() const { return oh * ow; }
 };
 
-// |x| [A, B, H, W] with |ph| rows and |pw| columns of |value| on each side.
-const DLTensor* pad_hw(Graph& g, const DLTensor* x, const Window& w, double value) {
-  OAR_OP(concat, "concat");
-  const int64_t a = x->shape[0], b = x->shape[1];
-  if (w.ph > 0) {
-    const DLTensor* rows = g.full({a, b, w.ph, w.w}, value, x->dtype);
-    x = g.call(concat, {rows, x, rows}, {Attr("axis", int64_t(2))});
-  }
-  if (w.pw > 0) {
-    const DLTensor* cols = g.full({a, b, w.hp(), w.pw}, value, x->dtype);
-    x = g.call(concat, {cols, x, cols}, {Attr("axis", int64_t(3))});
-  }
-  return x;
-}
-
 // Tap (p, q) of every window: [A, B, OH, OW], element (i, j) =
 // padded[..., i·sh + p·dh, j·sw + q·dw].
 const DLTensor* tap(Graph& g, const DLTensor* padded, const Window& w, int64_t t) {
-  OAR_OP(slice, "slice");
-  const int64_t h0 = (t / w.kw) * w.dh, w0 = (t % w.kw) * w.dw;
-  const DLTensor* rows = g.call(slice, {padded},
-                                {Attr("axis", int64_t(2)), Attr("start", h0),
-                                 Attr("end", h0 + (w.oh - 1) * w.sh + 1), Attr("step", w.sh)});
-  return g.call(slice, {rows},
-                {Attr("axis", int64_t(3)), Attr("start", w0),
-                 Attr("end", w0 + (w.ow - 1) * w.sw + 1), Attr("step", w.sw)});
+  return window_tap(g, padded, (t / w.kw) * w.dh, (t % w.kw) * w.dw, w.oh, w.ow, w.sh, w.sw);
 }
 
 // The flat position in the padded image [HP·WP] of every element: [1, 1, HP, WP] (i64).
@@ -399,14 +352,14 @@ void max_pool2d_grad(Graph& g) {
   OAR_OP(logical_and, "logical_and");
   const Window w = pool_window(g);
   const DLTensor* x = g.in(1);
-  const DLTensor* xp = pad_hw(g, x, w, -kInf);
+  const DLTensor* xp = pad_hw(g, x, w.ph, w.pw, -kInf);
   std::vector<const DLTensor*> taps;
   for (int64_t t = 0; t < w.taps(); ++t) taps.push_back(tap(g, xp, w, t));
   const DLTensor* m = taps[0];
   for (size_t t = 1; t < taps.size(); ++t) m = g.call(maximum, {m, taps[t]});
   const DLTensor* inside = nullptr;
   if (w.ph > 0 || w.pw > 0) {
-    inside = pad_hw(g, g.full({1, 1, w.h, w.w}, 1.0, dtype::boolean), w, 0.0);
+    inside = pad_hw(g, g.full({1, 1, w.h, w.w}, 1.0, dtype::boolean), w.ph, w.pw, 0.0);
   }
   const DLTensor* grid = position_grid(g, w);
   const DLTensor* winner = g.full({w.n, w.c, w.oh, w.ow}, 0.0, dtype::i64);
@@ -434,7 +387,7 @@ void avg_pool2d_grad(Graph& g) {
   if (g.attrs().get_bool("count_include_pad") || (w.ph == 0 && w.pw == 0)) {
     divisor = g.scalar(double(w.taps()), t);
   } else {
-    const DLTensor* ones = pad_hw(g, g.full({1, 1, w.h, w.w}, 1.0, t), w, 0.0);
+    const DLTensor* ones = pad_hw(g, g.full({1, 1, w.h, w.w}, 1.0, t), w.ph, w.pw, 0.0);
     divisor = tap(g, ones, w, 0);
     for (int64_t k = 1; k < w.taps(); ++k) divisor = g.call(add, {divisor, tap(g, ones, w, k)});
   }
@@ -508,7 +461,7 @@ void conv2d_grad_weight(Graph& g) {
   const Window w = conv_window(g, x->shape[0], x->shape[1], x->shape[2], x->shape[3], out->shape[2],
                                out->shape[3]);
   const int64_t l = w.positions(), k = w.c * w.taps();
-  const DLTensor* xp = pad_hw(g, x, w, 0.0);
+  const DLTensor* xp = pad_hw(g, x, w.ph, w.pw, 0.0);
   std::vector<const DLTensor*> taps;
   for (int64_t t = 0; t < w.taps(); ++t) {
     taps.push_back(g.view(tap(g, xp, w, t), {w.n, w.c, 1, l}));
@@ -549,41 +502,19 @@ void attention_grad(Graph& g) {
   OAR_OP(matmul, "matmul");
   OAR_OP(mul, "mul");
   OAR_OP(sub, "sub");
-  OAR_OP(le, "le");
   OAR_OP(where, "where");
-  OAR_OP(arange, "arange");
   OAR_OP(softmax, "softmax");
   const DLTensor* dy = g.widen(g.in(0));
   const DLTensor* q = g.widen(g.in(1));
   const DLTensor* k = g.widen(g.in(2));
   const DLTensor* v = g.widen(g.in(3));
-  const DLDataType t = q->dtype;
-  const int r = q->ndim;
-  const int64_t lq = q->shape[r - 2], lk = k->shape[r - 2], d = q->shape[r - 1];
-  double scale = g.attrs().get_float("scale");
-  if (scale == 0) scale = d > 0 ? 1.0 / std::sqrt(double(d)) : 1.0;
-  const DLTensor* scale_t = g.scalar(scale, t);
-  const DLTensor* scores =
-      g.call(mul, {g.call(matmul, {q, k}, {Attr("transpose_b", true)}), scale_t});
-  const DLTensor* row_visible = nullptr;
-  if (g.attrs().get_bool("causal")) {
-    const int64_t shift = g.attrs().get_string("causal_alignment") == "bottom_right" ? lk - lq : 0;
-    // Key j is visible to query i when j <= i + shift.
-    const DLTensor* rows = g.empty({lq}, dtype::i64);
-    g.call_into(arange, {}, rows, {Attr("start", double(shift)), Attr("end", double(shift + lq))});
-    const DLTensor* cols = g.empty({lk}, dtype::i64);
-    g.call_into(arange, {}, cols, {Attr("end", double(lk))});
-    const DLTensor* limit = g.view(rows, {lq, 1});
-    const DLTensor* mask = g.call(le, {g.view(cols, {1, lk}), limit});
-    scores = g.call(where, {mask, scores, g.scalar(-kInf, t)});
-    if (shift < 0) row_visible = g.call(le, {g.scalar(0, dtype::i64), limit});
-  }
-  const DLTensor* p = g.call(softmax, {scores}, {Attr("axis", int64_t(-1))});
-  if (row_visible != nullptr) p = g.call(where, {row_visible, p, g.scalar(0, t)});
+  const AttentionScores a = attention_scores(g, q, k);
+  const DLTensor* p = g.call(softmax, {a.scores}, {Attr("axis", int64_t(-1))});
+  if (a.row_visible != nullptr) p = g.call(where, {a.row_visible, p, g.scalar(0, q->dtype)});
   const DLTensor* dv = g.call(matmul, {p, dy}, {Attr("transpose_a", true)});
   const DLTensor* dp = g.call(matmul, {dy, v}, {Attr("transpose_b", true)});
   const DLTensor* ds = g.call(mul, {p, g.call(sub, {dp, row_sum(g, g.call(mul, {p, dp}), -1)})});
-  ds = g.call(mul, {ds, scale_t});
+  ds = g.call(mul, {ds, a.scale});
   const DLTensor* dq = g.call(matmul, {ds, k});
   const DLTensor* dk = g.call(matmul, {ds, q}, {Attr("transpose_a", true)});
   store(g, dq, g.out(0));

@@ -2,8 +2,6 @@
 // layer_norm, rms_norm, batch_norm, cross_entropy, scaled_dot_product_attention.
 // Float inputs are computed in f32 (f16/bf16) or their own type and rounded
 // once more at the store (docs/ops.md, "Primitives and decompositions").
-#include <cmath>
-#include <limits>
 #include <string>
 #include <vector>
 
@@ -47,13 +45,10 @@ const DLTensor* shifted(Graph& g, const DLTensor* x, int64_t axis) {
 // gets NaN from x - m; a -inf element of a finite row exp(-inf) = 0.
 void softmax(Graph& g) {
   OAR_OP(exp, "exp");
-  OAR_OP(sum, "sum");
   OAR_OP(div, "div");
   const int64_t axis = g.attrs().get_int("axis");
   const DLTensor* e = g.call(exp, {shifted(g, g.widen(g.in(0)), axis)});
-  std::vector<int64_t> axes{axis};
-  const DLTensor* s = g.call(sum, {e}, {Attr("axes", axes), Attr("keepdim", true)});
-  g.finish(div, {e, s}, g.out(0));
+  g.finish(div, {e, row_sum(g, e, axis)}, g.out(0));
 }
 
 // log_softmax = (x - m) - log sum exp(x - m): the maximum is subtracted from x
@@ -61,50 +56,31 @@ void softmax(Graph& g) {
 void log_softmax(Graph& g) {
   OAR_OP(exp, "exp");
   OAR_OP(log, "log");
-  OAR_OP(sum, "sum");
   OAR_OP(sub, "sub");
   const int64_t axis = g.attrs().get_int("axis");
   const DLTensor* d = shifted(g, g.widen(g.in(0)), axis);
-  std::vector<int64_t> axes{axis};
-  const DLTensor* s = g.call(sum, {g.call(exp, {d})}, {Attr("axes", axes), Attr("keepdim", true)});
+  const DLTensor* s = row_sum(g, g.call(exp, {d}), axis);
   g.finish(sub, {d, g.call(log, {s})}, g.out(0));
 }
 
-// Mean over the last axis, kept: through the mean operator (native or
-// decomposed).
-const DLTensor* row_mean(Graph& g, const DLTensor* x) {
-  OAR_OP(mean_op, "mean");
-  std::vector<int64_t> axes{-1};
-  return g.call(mean_op, {x}, {Attr("axes", axes), Attr("keepdim", true)});
-}
-
-// Two passes: the variance is the mean of the centred squares.
+// Two passes: the variance is the mean of the centred squares (row_stats).
 void layer_norm(Graph& g) {
-  OAR_OP(sub, "sub");
   OAR_OP(mul, "mul");
   OAR_OP(add, "add");
-  OAR_OP(rsqrt, "rsqrt");
   const DLTensor* x = g.widen(g.in(0));
   const DLTensor* weight = g.widen(g.in(1));
   const DLTensor* bias = g.widen(g.in(2));
-  const double eps = g.attrs().get_float("eps");
-  const DLTensor* c = g.call(sub, {x, row_mean(g, x)});
-  const DLTensor* var = row_mean(g, g.call(mul, {c, c}));
-  const DLTensor* r = g.call(rsqrt, {g.call(add, {var, g.scalar(eps, x->dtype)})});
-  const DLTensor* scaled = g.call(mul, {g.call(mul, {c, r}), weight});
+  const RowStats st = row_stats(g, x, g.attrs().get_float("eps"), true);
+  const DLTensor* scaled = g.call(mul, {g.call(mul, {st.centred, st.rstd}), weight});
   g.finish(add, {scaled, bias}, g.out(0));
 }
 
 void rms_norm(Graph& g) {
   OAR_OP(mul, "mul");
-  OAR_OP(add, "add");
-  OAR_OP(rsqrt, "rsqrt");
   const DLTensor* x = g.widen(g.in(0));
   const DLTensor* weight = g.widen(g.in(1));
-  const double eps = g.attrs().get_float("eps");
-  const DLTensor* ms = row_mean(g, g.call(mul, {x, x}));
-  const DLTensor* r = g.call(rsqrt, {g.call(add, {ms, g.scalar(eps, x->dtype)})});
-  g.finish(mul, {g.call(mul, {x, r}), weight}, g.out(0));
+  const RowStats st = row_stats(g, x, g.attrs().get_float("eps"), false);
+  g.finish(mul, {g.call(mul, {x, st.rstd}), weight}, g.out(0));
 }
 
 // Per channel (dimension 1): (x - mean) * (rsqrt(var + eps) * weight) + bias.
@@ -161,55 +137,19 @@ void cross_entropy(Graph& g) {
 // a query that sees no key (bottom-right alignment with Lq > Lk) gets 0.
 void attention(Graph& g) {
   OAR_OP(matmul, "matmul");
-  OAR_OP(mul, "mul");
-  OAR_OP(add, "add");
-  OAR_OP(le, "le");
   OAR_OP(where, "where");
-  OAR_OP(arange, "arange");
   OAR_OP(softmax_op, "softmax");
   const DLTensor* q = g.widen(g.in(0));
   const DLTensor* k = g.widen(g.in(1));
   const DLTensor* v = g.widen(g.in(2));
-  const DLDataType t = q->dtype;
-  const int r = q->ndim;
-  const int64_t lq = q->shape[r - 2];
-  const int64_t lk = k->shape[r - 2];
-  const int64_t d = q->shape[r - 1];
-  double scale = g.attrs().get_float("scale");
-  if (scale == 0) scale = d > 0 ? 1.0 / std::sqrt(double(d)) : 1.0;
-  const DLTensor* scores = g.call(matmul, {q, k}, {Attr("transpose_b", true)});
-  scores = g.call(mul, {scores, g.scalar(scale, t)});
-  const bool causal = g.attrs().get_bool("causal");
-  const DLTensor* row_visible = nullptr;
-  if (causal) {
-    const std::string alignment = g.attrs().get_string("causal_alignment");
-    if (alignment != "bottom_right" && alignment != "top_left") {
-      throw Error(OAR_STATUS_INVALID_ARGUMENT,
-                  "scaled_dot_product_attention: causal_alignment must be bottom_right or "
-                  "top_left, not \"" +
-                      alignment + "\"");
-    }
-    const int64_t shift = alignment == "bottom_right" ? lk - lq : 0;
-    // Key j is visible to query i when j <= i + shift.
-    const DLTensor* rows = g.empty({lq}, dtype::i64);
-    g.call_into(arange, {}, rows, {Attr("start", double(shift)), Attr("end", double(shift + lq))});
-    const DLTensor* cols = g.empty({lk}, dtype::i64);
-    g.call_into(arange, {}, cols, {Attr("end", double(lk))});
-    const DLTensor* limit = g.view(rows, {lq, 1});
-    const DLTensor* mask = g.call(le, {g.view(cols, {1, lk}), limit});
-    scores = g.call(where, {mask, scores, g.scalar(-std::numeric_limits<double>::infinity(), t)});
-    if (shift < 0 && lk > 0) {
-      // Query i sees key 0 when 0 <= i + shift.
-      row_visible = g.call(le, {g.scalar(0, dtype::i64), limit});
-    }
-  }
-  const DLTensor* p = g.call(softmax_op, {scores}, {Attr("axis", int64_t(-1))});
-  if (row_visible == nullptr) {
+  const AttentionScores a = attention_scores(g, q, k);
+  const DLTensor* p = g.call(softmax_op, {a.scores}, {Attr("axis", int64_t(-1))});
+  if (a.row_visible == nullptr) {
     g.finish(matmul, {p, v}, g.out(0));
     return;
   }
   const DLTensor* y = g.call(matmul, {p, v});
-  g.finish(where, {row_visible, y, g.scalar(0, t)}, g.out(0));
+  g.finish(where, {a.row_visible, y, g.scalar(0, q->dtype)}, g.out(0));
 }
 
 #undef OAR_OP

@@ -17,14 +17,6 @@ namespace {
 
 #define OAR_OP(var, name) static const OpId var(name)
 
-// |t| (in the compute type) stored into |out|: a copy, or a cast where the
-// dtypes differ.
-void store(Graph& g, const DLTensor* t, const DLTensor* out) {
-  OAR_OP(copy, "copy");
-  OAR_OP(cast, "cast");
-  g.call_into(t->dtype == out->dtype ? copy : cast, {t}, out);
-}
-
 // Whether |a| and |b| are the same elements (an output bound to its input).
 bool same_memory(const DLTensor* a, const DLTensor* b) {
   return a->data == b->data && a->byte_offset == b->byte_offset;

@@ -21,32 +21,10 @@ struct Window {
   int64_t oh, ow;  // output extent
 };
 
-// |x| [N, C, H, W] with |ph| rows and |pw| columns of |value| on each side.
-const DLTensor* pad_hw(Graph& g, const DLTensor* x, int64_t ph, int64_t pw, double value) {
-  OAR_OP(concat, "concat");
-  const int64_t n = x->shape[0], c = x->shape[1], h = x->shape[2], w = x->shape[3];
-  if (ph > 0) {
-    const DLTensor* rows = g.full({n, c, ph, w}, value, x->dtype);
-    x = g.call(concat, {rows, x, rows}, {Attr("axis", int64_t(2))});
-  }
-  if (pw > 0) {
-    const DLTensor* cols = g.full({n, c, h + 2 * ph, pw}, value, x->dtype);
-    x = g.call(concat, {cols, x, cols}, {Attr("axis", int64_t(3))});
-  }
-  return x;
-}
-
 // The window tap (p, q) of every output position: [N, C, OH, OW] with
 // element (i, j) = xp[..., i·sh + p·dh, j·sw + q·dw].
 const DLTensor* tap(Graph& g, const DLTensor* xp, const Window& w, int64_t p, int64_t q) {
-  OAR_OP(slice, "slice");
-  const int64_t h0 = p * w.dh, w0 = q * w.dw;
-  const DLTensor* rows = g.call(slice, {xp},
-                                {Attr("axis", int64_t(2)), Attr("start", h0),
-                                 Attr("end", h0 + (w.oh - 1) * w.sh + 1), Attr("step", w.sh)});
-  return g.call(slice, {rows},
-                {Attr("axis", int64_t(3)), Attr("start", w0),
-                 Attr("end", w0 + (w.ow - 1) * w.sw + 1), Attr("step", w.sw)});
+  return window_tap(g, xp, p * w.dh, q * w.dw, w.oh, w.ow, w.sh, w.sw);
 }
 
 Window window_of(Graph& g, int64_t kh, int64_t kw, std::array<int64_t, 2> stride,
