@@ -80,7 +80,8 @@ says() {  # says <log> <text>: CMake wraps messages, so compare with spaces fold
 }
 probe() {  # probe <mode> <log>: configures tests/install/probe in that mode
   cmake -S "$here/probe" -B "$work/probe-$1" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
-    -DPROBE="$1" -DOAR_CMAKE_DIR="$(dirname "$(find "$prefix" -name OarPlugin.cmake)")" > "$2" 2>&1
+    -DPROBE="$1" -DOAR_CMAKE_DIR="$(dirname "$(find "$prefix" -name OarPlugin.cmake)")" \
+    -DOAR_PROBE_EXPECT_COMM="$(if [ -e "$build/lib/liboar_comm.so" ]; then echo ON; else echo OFF; fi)" > "$2" 2>&1
 }
 probe package "$work/probe-package.log" || { cat "$work/probe-package.log"; fail "the CMake package is incomplete"; }
 probe old_name "$work/probe-old.log" || { cat "$work/probe-old.log"; fail "oar::oar_plugin_sdk no longer works"; }
