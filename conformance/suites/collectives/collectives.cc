@@ -239,6 +239,21 @@ void fill_bytes(std::vector<uint8_t>& bytes, uint64_t seed) {
 
 HostTensor tensor(uint64_t count, DLDataType t) { return HostTensor::zeros({int64_t(count)}, t); }
 
+// One step of reduction |op| (avg sums; the caller divides at the end).
+template <typename T>
+T combine(int32_t op, T v, T x) {
+  switch (op) {
+    case OAR_REDUCE_OP_PROD:
+      return v * x;
+    case OAR_REDUCE_OP_MAX:
+      return std::max(v, x);
+    case OAR_REDUCE_OP_MIN:
+      return std::min(v, x);
+    default:
+      return v + x;
+  }
+}
+
 // The reduction of every rank's block |b| (|inputs|[rank] holds all blocks),
 // and the magnitude of the terms for the tolerance.
 void reduce_reference(const Case& c, const std::vector<HostTensor>& inputs, uint64_t b,
@@ -250,21 +265,7 @@ void reduce_reference(const Case& c, const std::vector<HostTensor>& inputs, uint
     if (!is_float(c.dtype)) {
       int64_t v = inputs[0].get_int(k);
       for (int r = 1; r < ranks; ++r) {
-        const int64_t x = inputs[size_t(r)].get_int(k);
-        switch (c.op) {
-          case OAR_REDUCE_OP_PROD:
-            v *= x;
-            break;
-          case OAR_REDUCE_OP_MAX:
-            v = std::max(v, x);
-            break;
-          case OAR_REDUCE_OP_MIN:
-            v = std::min(v, x);
-            break;
-          default:
-            v += x;
-            break;
-        }
+        v = combine(c.op, v, inputs[size_t(r)].get_int(k));
       }
       if (c.op == OAR_REDUCE_OP_AVG) v /= ranks;  // truncates toward zero
       out.set_int(i, v);
@@ -276,20 +277,7 @@ void reduce_reference(const Case& c, const std::vector<HostTensor>& inputs, uint
     for (int r = 1; r < ranks; ++r) {
       const double x = inputs[size_t(r)].get(k);
       m += std::fabs(x);
-      switch (c.op) {
-        case OAR_REDUCE_OP_PROD:
-          v *= x;
-          break;
-        case OAR_REDUCE_OP_MAX:
-          v = std::max(v, x);
-          break;
-        case OAR_REDUCE_OP_MIN:
-          v = std::min(v, x);
-          break;
-        default:
-          v += x;
-          break;
-      }
+      v = combine(c.op, v, x);
     }
     if (c.op == OAR_REDUCE_OP_AVG) {
       v /= ranks;
