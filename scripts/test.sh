@@ -28,7 +28,7 @@ if [ "${1:-}" != "--no-asan" ]; then
   cmake --build build-asan -j "$jobs"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     ctest --test-dir build-asan --output-on-failure -j "$jobs" --timeout 600 \
-    -R 'AllocatorTest|CachingAllocator|AllocatorConfig|CopyTest|StreamEventTest|DispatchTest|OpsTest|DlpackTest|ShutdownTest|TraceTest|WorkQueue|Sdk|Loader|Validat|SimTest|OverflowTest|LifetimeTest|TwoRuntimesTest|FailedStreamTest|StressTest|MisbehavingPluginTest'
+    -R 'AllocatorTest|CachingAllocator|AllocatorConfig|CopyTest|StreamEventTest|DispatchTest|OpsTest|DlpackTest|ShutdownTest|TraceTest|WorkQueue|Sdk|Loader|Validat|SimTest|OverflowTest|LifetimeTest|TwoRuntimesTest|FailedStreamTest|StressTest|MisbehavingPluginTest|VmathTest'
 fi
 
 # ThreadSanitizer: only what the threaded tests need is built. OpenMP, whose

@@ -22,8 +22,11 @@ inline float exp_f32(float x) {
   constexpr float kLow = -104.0f;
   const float clamped = x > kHigh ? kHigh : (x < kLow ? kLow : x);  // NaN stays NaN
   // n = round(x / ln 2) by adding 1.5 * 2^23: the sum's low mantissa bits are n.
+  // A NaN takes n = 0 (its bits would make the integer steps overflow); r
+  // stays NaN, and so does the result.
   constexpr float kShifter = 12582912.0f;
-  const float shifted = clamped * 1.44269504088896341f + kShifter;
+  const float finite = clamped == clamped ? clamped : 0.0f;
+  const float shifted = finite * 1.44269504088896341f + kShifter;
   const float n = shifted - kShifter;
   int32_t bits, shifter_bits;
   std::memcpy(&bits, &shifted, sizeof bits);
