@@ -28,7 +28,7 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DOAR_PLUGIN_SIM=OFF -DOAR_PLUGIN_NULL=OFF -DOAR_PLUGIN_CUDA=OFF -DCMAKE_DISABLE_FIND_PACKAGE_MPI=ON \
   -DOAR_PADDLE_PYTHON=/nonexistent >/dev/null
 cmake --build "$build" -j "$jobs" --target oar_cli oar_conform oar_plugin_cpu \
-  oar_cpu_cpuinfo_test oar_caching_allocator_test oar_plugin_sdk_test oar_reference_test
+  oar_cpu_cpuinfo_test oar_cpu_vmath_test oar_caching_allocator_test oar_plugin_sdk_test oar_reference_test
 echo "test-arm: built in $((SECONDS - start)) s"
 
 emulator=(qemu-aarch64 -L "$(scripts/make-arm64-sysroot.sh 2>/dev/null)")
@@ -37,7 +37,7 @@ if [ -n "${OAR_QEMU_CPU:-}" ]; then emulator+=(-cpu "$OAR_QEMU_CPU"); fi
 "${emulator[@]}" "$build/bin/oar" info cpu:0
 
 ctest --test-dir "$build" --output-on-failure -j "$jobs" --timeout 1800 \
-  -R '^(CpuInfoTest|CachingAllocatorTest|Sdk[A-Za-z]*Test|ReferenceTest|HalfTest|Bf16Test)\.|^(cpu_device_describes_aarch64|conformance_certifies_cpu_aarch64_core)$'
+  -R '^(CpuInfoTest|VmathTest|CachingAllocatorTest|Sdk[A-Za-z]*Test|ReferenceTest|HalfTest|Bf16Test)\.|^(cpu_device_describes_aarch64|conformance_certifies_cpu_aarch64_core)$'
 echo "test-arm: done in $((SECONDS - start)) s"
 
 if [ "${1:-}" = "--full" ]; then
