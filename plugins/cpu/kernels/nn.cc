@@ -14,6 +14,18 @@
 #include "kernels/kernel.h"
 #include "kernels/vmath.h"
 
+// The f32 row loops below are compiled three times, for AVX-512, AVX2+FMA
+// and the baseline, and the loader picks the widest the processor runs (GCC's
+// target_clones, an ifunc): the plugin is built for the baseline, where the
+// vectorized exp and sums run on 4 lanes. A row's result depends on the clone
+// (the lanes sum in another order), never on the thread count.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__ELF__)
+#define OAR_CPU_WIDEST_SIMD \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define OAR_CPU_WIDEST_SIMD
+#endif
+
 namespace oar::cpu {
 namespace {
 
@@ -123,6 +135,12 @@ void softmax_line(const In* x, Out* y, int64_t n, int64_t stride, bool log) {
     store(y + j * stride, std::exp(load(x + j * stride) - max) * scale);
 }
 
+// softmax_row_f32 over |rows| contiguous rows of |n|, on the widest SIMD.
+OAR_CPU_WIDEST_SIMD void softmax_rows_f32(const float* x, float* y, int64_t rows, int64_t n,
+                                          bool log) {
+  for (int64_t r = 0; r < rows; ++r) softmax_row_f32(x + r * n, y + r * n, n, log);
+}
+
 void softmax_kernel(KernelContext& context) {
   View x = context.inputs[0], y = context.outputs[0];
   bool log = std::string(context.schema.name) == "log_softmax";
@@ -139,10 +157,13 @@ void softmax_kernel(KernelContext& context) {
       const T* px = x.ptr<T>();
       T* py = y.ptr<T>();
       if constexpr (std::is_same_v<T, float>) {
-        if (inner == 1) {  // contiguous rows: the vectorized row
-#pragma omp parallel for if (lines * n > kParallelWork) schedule(static)
-          for (int64_t line = 0; line < lines; ++line) {
-            softmax_row_f32(px + line * n, py + line * n, n, log);
+        if (inner == 1) {  // contiguous rows: the vectorized rows, in chunks
+          const int64_t chunk = std::max<int64_t>(1, kParallelWork / n);
+          const int64_t chunks = (lines + chunk - 1) / chunk;
+#pragma omp parallel for if (chunks > 1) schedule(static)
+          for (int64_t c = 0; c < chunks; ++c) {
+            const int64_t first = c * chunk, count = std::min(chunk, lines - first);
+            softmax_rows_f32(px + first * n, py + first * n, count, n, log);
           }
           return;
         }
@@ -211,11 +232,73 @@ void cross_entropy_kernel(KernelContext& context) {
 
 // --- layer_norm, rms_norm, batch_norm ----------------------------------------
 
+// The sums of x[0..n) and of its squares, x shifted by -|shift|, in f32 over
+// blocks of kExpBlock and in double across blocks.
+inline void shifted_sums_f32(const float* x, int64_t n, float shift, double& sum, double& squares) {
+  sum = 0;
+  squares = 0;
+  for (int64_t begin = 0; begin < n; begin += kExpBlock) {
+    const int64_t end = std::min(begin + kExpBlock, n);
+    float block = 0, block_squares = 0;
+#pragma omp simd reduction(+ : block, block_squares)
+    for (int64_t j = begin; j < end; ++j) {
+      const float v = x[j] - shift;
+      block += v;
+      block_squares += v * v;
+    }
+    sum += double(block);
+    squares += double(block_squares);
+  }
+}
+
+// layer_norm (rms_norm with |rms|, |b| null) of |rows| contiguous f32 rows of
+// |d|, each read from cache after its first pass: the mean in double from f32
+// block sums, then the variance of the row less the mean's f32 rounding
+// (exact for values near the mean), then one multiply-add per element.
+OAR_CPU_WIDEST_SIMD void norm_rows_f32(const float* x, const float* w, const float* b, float* y,
+                                       int64_t rows, int64_t d, double eps, bool rms) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* in = x + r * d;
+    float* out = y + r * d;
+    double sum = 0, squares = 0;
+    float mean = 0;
+    if (!rms) {
+      shifted_sums_f32(in, d, 0, sum, squares);
+      mean = float(sum / double(d));
+    }
+    shifted_sums_f32(in, d, mean, sum, squares);
+    // |rest|: the mean of x - |mean| (|mean|'s rounding and the first sum's).
+    const double rest = rms ? 0 : sum / double(d);
+    const float inv = float(1 / std::sqrt(squares / double(d) - rest * rest + eps));
+    const float shift = float(rest);
+    if (b != nullptr) {
+#pragma omp simd
+      for (int64_t j = 0; j < d; ++j) out[j] = (in[j] - mean - shift) * inv * w[j] + b[j];
+    } else {
+#pragma omp simd
+      for (int64_t j = 0; j < d; ++j) out[j] = (in[j] - mean - shift) * inv * w[j];
+    }
+  }
+}
+
 // layer_norm over the last dimension; rms_norm is the same with the mean held
-// at 0 and no bias (|bias|.data null). Sums are accumulated in double.
+// at 0 and no bias (|bias|.data null). f32 runs norm_rows_f32 in chunks
+// of rows; the other dtypes accumulate in double.
 template <typename T>
 void norm_run(View x, View weight, View bias, View y, double eps, bool rms) {
   int64_t d = x.shape[x.ndim - 1], rows = x.numel() / d;
+  if constexpr (std::is_same_v<T, float>) {
+    const int64_t chunk = std::max<int64_t>(1, kParallelWork / d);
+    const int64_t chunks = (rows + chunk - 1) / chunk;
+    const float *px = x.ptr<float>(), *w = weight.ptr<float>(), *b = bias.ptr<float>();
+    float* py = y.ptr<float>();
+#pragma omp parallel for if (chunks > 1) schedule(static)
+    for (int64_t c = 0; c < chunks; ++c) {
+      const int64_t first = c * chunk, count = std::min(chunk, rows - first);
+      norm_rows_f32(px + first * d, w, b, py + first * d, count, d, eps, rms);
+    }
+    return;
+  }
   const T* w = weight.ptr<T>();
   const T* b = bias.ptr<T>();
 #pragma omp parallel for if (x.numel() > kParallelWork)
