@@ -17,7 +17,7 @@ JOBS="${JOBS:-$(nproc)}"
 
 command -v nvidia-smi >/dev/null && nvidia-smi > "$REPORT/nvidia-smi.txt" 2>&1 || true
 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DOAR_PLUGIN_CUDA=ON -DOAR_PLUGIN_OPENCL=OFF -DOAR_PLUGIN_VULKAN=OFF \
+  -DOAR_PLUGIN_CUDA=ON -DOAR_CUDA_ARCHITECTURES=all -DOAR_PLUGIN_OPENCL=OFF -DOAR_PLUGIN_VULKAN=OFF \
   -DOAR_BUILD_BENCHMARKS=OFF | tee "$REPORT/configure.txt"
 if grep -q "cuda plugin: skipped" "$REPORT/configure.txt"; then
   echo "certify-gpu: the cuda plugin was not configured (see $REPORT/configure.txt)" >&2

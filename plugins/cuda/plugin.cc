@@ -35,6 +35,8 @@
 #include "kernels_image.h"
 #include "oar/oar.h"
 #include "oar/sdk/allocation_table.hpp"
+#include "oar/sdk/kernel.hpp"
+#include "operators.h"
 
 namespace oar::cuda {
 namespace sdk = oar::sdk;
@@ -150,7 +152,7 @@ struct oar_device_s {
 
 namespace oar::cuda {
 
-class CudaPlugin {
+class CudaPlugin final : public Launcher {
  public:
   CudaPlugin() {
     const std::string why = discover();
@@ -159,13 +161,57 @@ class CudaPlugin {
     }
   }
 
-  ~CudaPlugin() {
+  ~CudaPlugin() override {
     std::unordered_set<oar_device_s*> open;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       open.swap(open_);
     }
     for (oar_device_s* device : open) release(device);
+  }
+
+  // --- operators ----------------------------------------------------------------
+
+  void register_kernels(const oar_kernel_registrar_t* registrar) {
+    sdk::require_not_null(registrar, "registrar");
+    register_operators(sdk::KernelRegistrar(registrar), table_, this);
+  }
+
+  void check_tensor(const oar_kernel_call_t& call, const DLTensor& t,
+                    const char* what) const override {
+    sdk::AllocationTable::Allocation allocation;
+    sdk::require(allocations_.find(t.data, &allocation) && allocation.device == call.device,
+                 OAR_STATUS_INVALID_ARGUMENT,
+                 std::string("cuda: the ") + what + " tensor is not memory of the call's device");
+    allocations_.check_tensor(t, what);
+  }
+
+  // One launch of |kernel| on the call's stream, its parameters packed in one
+  // buffer (CU_LAUNCH_PARAM_BUFFER_POINTER). A failure reported by the launch
+  // itself throws; a fault of the kernel surfaces later as the stream's
+  // failure (the sticky error, at synchronize or query).
+  void launch(const oar_kernel_call_t& call, const char* kernel, uint32_t grid,
+              const ArgPack& args) override {
+    oar_device_s* device = call.device;
+    oar_stream_s* stream = call.stream;
+    require_device(device);
+    sdk::require_not_null(stream, "stream");
+    sdk::require(stream->device == device, OAR_STATUS_INVALID_ARGUMENT,
+                 "cuda: the call's stream belongs to another device");
+    auto function = device->functions.find(kernel);
+    sdk::require(function != device->functions.end(), OAR_STATUS_INTERNAL,
+                 std::string("cuda: kernel ") + kernel + " is not in the plugin's module");
+    sdk::require(grid >= 1 && grid <= kMaxGrid, OAR_STATUS_INTERNAL,
+                 std::string("cuda: launch of ") + kernel + " with a grid out of range");
+    raise_if_failed(stream);
+    current(device);
+    size_t size = args.size();
+    void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, const_cast<void*>(args.data()),
+                     CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
+    enqueue(stream,
+            driver_.cuLaunchKernel(function->second, grid, 1, 1, kBlock, 1, 1, 0, stream->stream,
+                                   nullptr, extra),
+            "cuLaunchKernel");
   }
 
   // --- devices ------------------------------------------------------------------
@@ -772,6 +818,7 @@ class CudaPlugin {
   std::mutex mutex_;
   std::unordered_set<oar_device_s*> open_;
   sdk::AllocationTable allocations_{"cuda", sdk::AllocationTable::Unknown::kRefuse};
+  sdk::KernelTable table_;  // the registered operators (called until finalize)
 };
 
 }  // namespace oar::cuda

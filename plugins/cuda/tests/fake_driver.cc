@@ -2,7 +2,8 @@
 // plugin uses (driver.h), implemented over host memory. It runs the plugin's
 // runtime logic (enumeration, properties, memory, streams, events, host
 // callbacks, error mapping, shutdown order) on machines without a GPU. It is
-// NOT a device: kernel launches are recorded (name, grid, block), never run,
+// NOT a device: kernel launches are checked against the driver's limits and
+// recorded (name, grid, block, parameter bytes), never run,
 // so no result computed through it means anything, and it must never be used
 // to certify.
 //
@@ -25,7 +26,9 @@
 //   OAR_CUDA_FAKE_FAULT_KERNEL=<name>    a launch of that kernel faults the same way
 // Inspection (for the tests, by dlsym): oar_cuda_fake_log() lists the calls
 // that create and destroy objects, in order; oar_cuda_fake_live() counts the
-// objects alive (contexts retained, allocations, streams, events, modules).
+// objects alive (contexts retained, allocations, streams, events, modules);
+// oar_cuda_fake_launch_count() / oar_cuda_fake_launch(i, ...) return the
+// launches (see there).
 #include <cuda.h>
 
 #include <algorithm>
@@ -93,6 +96,15 @@ struct Allocation {
   bool host = false;
 };
 
+// One cuLaunchKernel, as the tests inspect it.
+struct Launch {
+  std::string name;
+  unsigned grid[3] = {};
+  unsigned block[3] = {};
+  unsigned shared = 0;
+  std::string params;  // the parameter buffer's bytes
+};
+
 struct State {
   std::recursive_mutex mutex;
   bool initialized = false;
@@ -109,6 +121,7 @@ struct State {
   std::set<CUmod_st*> modules;
   std::vector<std::unique_ptr<CUfunc_st>> functions;
   std::string log;
+  std::deque<Launch> launches;
 };
 
 State& state() {
@@ -651,10 +664,45 @@ FAKE_EXPORT CUresult cuModuleGetFunction(CUfunction* function, CUmodule module, 
 
 FAKE_EXPORT CUresult cuLaunchKernel(CUfunction function, unsigned int gx, unsigned int gy,
                                     unsigned int gz, unsigned int bx, unsigned int by,
-                                    unsigned int bz, unsigned int, CUstream stream, void**,
-                                    void**) {
+                                    unsigned int bz, unsigned int shared, CUstream stream,
+                                    void** params, void** extra) {
   LOCK;
   REQUIRE_INIT;
+  if (CUresult r = sticky()) return r;
+  // What the driver refuses before running anything: the limits of every
+  // sm_80+ GPU (grid x < 2^31, y and z <= 65535, <= 1024 threads a block,
+  // <= 48 KiB of static shared memory without opting in), and parameters
+  // given neither as an array nor as one buffer.
+  if (function == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  if (gx == 0 || gy == 0 || gz == 0 || gx > 0x7fffffffu || gy > 65535 || gz > 65535 || bx == 0 ||
+      by == 0 || bz == 0 || uint64_t(bx) * by * bz > 1024 || bz > 64 || shared > 48 * 1024)
+    return CUDA_ERROR_INVALID_VALUE;
+  Launch launch;
+  launch.name = function->name;
+  launch.grid[0] = gx, launch.grid[1] = gy, launch.grid[2] = gz;
+  launch.block[0] = bx, launch.block[1] = by, launch.block[2] = bz;
+  launch.shared = shared;
+  if (extra != nullptr) {
+    // CU_LAUNCH_PARAM_BUFFER_POINTER / _SIZE pairs up to CU_LAUNCH_PARAM_END.
+    const void* buffer = nullptr;
+    const size_t* size = nullptr;
+    for (size_t i = 0; extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+      if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) {
+        buffer = extra[i + 1];
+      } else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE) {
+        size = static_cast<const size_t*>(extra[i + 1]);
+      } else {
+        return CUDA_ERROR_INVALID_VALUE;
+      }
+    }
+    if (buffer == nullptr || size == nullptr || *size > 4096 || params != nullptr)
+      return CUDA_ERROR_INVALID_VALUE;
+    launch.params.assign(static_cast<const char*>(buffer),
+                         *size);  // copied now, as the driver does
+  } else if (params == nullptr) {
+    return CUDA_ERROR_INVALID_VALUE;  // (a kernel without parameters is none of the plugin's)
+  }
+  state().launches.push_back(launch);
   const std::string record = "launch " + function->name + " grid(" + std::to_string(gx) + "," +
                              std::to_string(gy) + "," + std::to_string(gz) + ") block(" +
                              std::to_string(bx) + "," + std::to_string(by) + "," +
@@ -662,4 +710,32 @@ FAKE_EXPORT CUresult cuLaunchKernel(CUfunction function, unsigned int gx, unsign
   Op op{Op::kWork, [record] { log_call(record); }};
   op.faults = function->name == state().fault_kernel;
   return enqueue(stream, std::move(op));
+}
+
+// The launches since the last oar_cuda_fake_clear_launches(), in call order:
+// oar_cuda_fake_launch(i, ...) fills the kernel's name (NUL-terminated, up to
+// |name_size|), grid, block, shared bytes and a pointer to the parameter
+// buffer's bytes (valid until the next clear); returns false past the end.
+FAKE_EXPORT size_t oar_cuda_fake_launch_count() {
+  LOCK;
+  return state().launches.size();
+}
+
+FAKE_EXPORT bool oar_cuda_fake_launch(size_t i, char* name, size_t name_size, unsigned* grid,
+                                      unsigned* block, unsigned* shared, const void** params,
+                                      size_t* params_size) {
+  LOCK;
+  if (i >= state().launches.size()) return false;
+  const Launch& l = state().launches[i];
+  std::snprintf(name, name_size, "%s", l.name.c_str());
+  for (int d = 0; d < 3; ++d) grid[d] = l.grid[d], block[d] = l.block[d];
+  *shared = l.shared;
+  *params = l.params.data();
+  *params_size = l.params.size();
+  return true;
+}
+
+FAKE_EXPORT void oar_cuda_fake_clear_launches() {
+  LOCK;
+  state().launches.clear();
 }

@@ -7,6 +7,10 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <fstream>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -47,9 +51,16 @@ struct Fake {
     void* library = dlopen(OAR_CUDA_FAKE_DRIVER_PATH, RTLD_NOW | RTLD_LOCAL);
     log = reinterpret_cast<const char* (*)()>(dlsym(library, "oar_cuda_fake_log"));
     live = reinterpret_cast<int (*)()>(dlsym(library, "oar_cuda_fake_live"));
+    launch_count = reinterpret_cast<size_t (*)()>(dlsym(library, "oar_cuda_fake_launch_count"));
+    launch = reinterpret_cast<decltype(launch)>(dlsym(library, "oar_cuda_fake_launch"));
+    clear_launches = reinterpret_cast<void (*)()>(dlsym(library, "oar_cuda_fake_clear_launches"));
   }
   const char* (*log)() = nullptr;
   int (*live)() = nullptr;
+  size_t (*launch_count)() = nullptr;
+  bool (*launch)(size_t, char*, size_t, unsigned*, unsigned*, unsigned*, const void**,
+                 size_t*) = nullptr;
+  void (*clear_launches)() = nullptr;
 };
 Fake& fake() {
   static Fake f;
@@ -428,6 +439,528 @@ TEST_F(CudaPluginTest, ArgumentsAreChecked) {
   EXPECT_EQ(api()->memory_free(device, nullptr), OAR_STATUS_OK);
   EXPECT_EQ(api()->device_close(nullptr), OAR_STATUS_OK);
   EXPECT_EQ(api()->device_close(device), OAR_STATUS_OK);
+}
+
+// --- operators: registration and launches ------------------------------------------
+//
+// The fake runs no kernel, so these tests check what the plugin controls
+// without a device: which (operator, dtype) signatures it registers, that
+// each call launches a kernel of the embedded image with the geometry and
+// the parameter bytes the kernel's declaration in kernels.cu expects, and
+// the error paths.
+
+namespace ops_test {
+
+struct Def {
+  std::string op;
+  std::vector<DLDataType> dtypes;
+  size_t inputs = 0, outputs = 0;
+  uint32_t flags = 0;
+  oar_kernel_fn fn = nullptr;
+  void* user_data = nullptr;
+};
+
+oar_status_t capture(void* context, const oar_kernel_def_t* def) {
+  Def d;
+  d.op = def->op_name;
+  d.dtypes.assign(def->dtypes, def->dtypes + def->num_inputs + def->num_outputs);
+  d.inputs = def->num_inputs;
+  d.outputs = def->num_outputs;
+  d.flags = def->flags;
+  d.fn = def->fn;
+  d.user_data = def->user_data;
+  static_cast<std::vector<Def>*>(context)->push_back(d);
+  return OAR_STATUS_OK;
+}
+
+std::string name(DLDataType t) {
+  if (t.code == kDLFloat) return "f" + std::to_string(t.bits);
+  if (t.code == kDLBfloat) return "bf16";
+  if (t.code == kDLInt) return "i" + std::to_string(t.bits);
+  if (t.code == kDLUInt) return "u" + std::to_string(t.bits);
+  if (t.code == OAR_DTYPE_CODE_BOOL) return "bool";
+  return "?";
+}
+
+// "add:f32,f32->f32"
+std::string signature(const Def& d) {
+  std::string s = d.op + ":" + (d.inputs == 0 ? "->" : "");
+  for (size_t i = 0; i < d.dtypes.size(); ++i) {
+    s += (i == 0 ? "" : (i == d.inputs ? "->" : ",")) + name(d.dtypes[i]);
+  }
+  return s;
+}
+
+std::set<std::string> image_kernels() {
+  std::set<std::string> names;
+  std::ifstream list(OAR_CUDA_KERNEL_LIST);
+  for (std::string line; std::getline(list, line);) {
+    if (!line.empty()) names.insert(line);
+  }
+  return names;
+}
+
+struct Launch {
+  std::string name;
+  unsigned grid[3] = {}, block[3] = {}, shared = 0;
+  std::string params;
+  template <typename T>
+  T at(size_t offset) const {
+    T value{};
+    EXPECT_LE(offset + sizeof(T), params.size()) << name;
+    if (offset + sizeof(T) <= params.size()) std::memcpy(&value, params.data() + offset, sizeof(T));
+    return value;
+  }
+};
+
+std::vector<Launch> launches() {
+  std::vector<Launch> all;
+  for (size_t i = 0; i < fake().launch_count(); ++i) {
+    Launch l;
+    char n[128];
+    const void* params = nullptr;
+    size_t size = 0;
+    fake().launch(i, n, sizeof n, l.grid, l.block, &l.shared, &params, &size);
+    l.name = n;
+    l.params.assign(static_cast<const char*>(params), size);
+    all.push_back(l);
+  }
+  return all;
+}
+
+// A tensor of the test: its own allocation, contiguous strides.
+struct Tensor {
+  std::vector<int64_t> shape, strides;
+  DLTensor t{};
+};
+
+}  // namespace ops_test
+
+class CudaOperatorTest : public CudaPluginTest {
+ protected:
+  void SetUp() override {
+    CudaPluginTest::SetUp();
+    ASSERT_NE(fake().launch_count, nullptr);
+  }
+  void start_and_register() {
+    start();
+    oar_kernel_registrar_t registrar{OAR_KERNEL_REGISTRAR_STRUCT_SIZE, &defs_, ops_test::capture};
+    ASSERT_EQ(api()->register_kernels(&registrar), OAR_STATUS_OK) << last_error;
+    device_ = open();
+    stream_ = stream(device_);
+    fake().clear_launches();
+  }
+  const ops_test::Def* find(const std::string& signature) const {
+    for (const auto& d : defs_) {
+      if (ops_test::signature(d) == signature) return &d;
+    }
+    return nullptr;
+  }
+  // A contiguous tensor with an allocation of its own (|extra| bytes more,
+  // for a byte_offset).
+  ops_test::Tensor& tensor(std::vector<int64_t> shape, DLDataType dtype, uint64_t offset = 0) {
+    tensors_.emplace_back();
+    ops_test::Tensor& x = tensors_.back();
+    x.shape = std::move(shape);
+    x.strides.assign(x.shape.size(), 1);
+    uint64_t n = 1;
+    for (size_t d = x.shape.size(); d-- > 0;) {
+      x.strides[d] = int64_t(n);
+      n *= uint64_t(x.shape[d]);
+    }
+    x.t.data = allocate(device_, n * dtype.bits / 8 + offset + 1);
+    x.t.byte_offset = offset;
+    x.t.device = {kDLCUDA, 0};
+    x.t.ndim = int(x.shape.size());
+    x.t.dtype = dtype;
+    x.t.shape = x.shape.data();
+    x.t.strides = x.strides.data();
+    return x;
+  }
+  oar_status_t call(const ops_test::Def& def, std::vector<DLTensor> inputs,
+                    std::vector<DLTensor> outputs, std::vector<oar_attr_t> attrs = {}) {
+    oar_kernel_call_t c{};
+    c.struct_size = OAR_KERNEL_CALL_STRUCT_SIZE;
+    c.device = device_;
+    c.stream = stream_;
+    c.inputs = inputs.data();
+    c.num_inputs = inputs.size();
+    c.outputs = outputs.data();
+    c.num_outputs = outputs.size();
+    c.attrs = attrs.data();
+    c.num_attrs = attrs.size();
+    c.user_data = def.user_data;
+    return def.fn(&c);
+  }
+  static uint64_t address(const DLTensor& t) {
+    return uint64_t(reinterpret_cast<uintptr_t>(t.data)) + t.byte_offset;
+  }
+
+  std::vector<ops_test::Def> defs_;
+  std::deque<ops_test::Tensor> tensors_;
+  oar_device_t device_ = nullptr;
+  oar_stream_t stream_ = nullptr;
+};
+
+constexpr DLDataType kF32{kDLFloat, 32, 1}, kF16{kDLFloat, 16, 1}, kBF16{kDLBfloat, 16, 1},
+    kI32{kDLInt, 32, 1}, kI64{kDLInt, 64, 1}, kU8{kDLUInt, 8, 1}, kBool{OAR_DTYPE_CODE_BOOL, 8, 1};
+
+TEST_F(CudaOperatorTest, RegistersTheOperatorsOfItsKernelsForTheirDtypesOnly) {
+  start_and_register();
+  std::set<std::string> signatures;
+  for (const auto& d : defs_) {
+    EXPECT_TRUE(signatures.insert(ops_test::signature(d)).second) << ops_test::signature(d);
+  }
+  for (const char* expected : {"add:f32,f32->f32",     "add:f16,f16->f16",
+                               "add:bf16,bf16->bf16",  "pow:f32,f32->f32",
+                               "exp:bf16->bf16",       "gelu:f16->f16",
+                               "lt:i64,i64->bool",     "eq:bf16,bf16->bool",
+                               "where:bool,u8,u8->u8", "where:bool,f64,f64->f64",
+                               "copy:i16->i16",        "copy:bool->bool",
+                               "transpose:i64->i64",   "fill:->i8",
+                               "cast:f32->bf16",       "cast:bf16->f16",
+                               "cast:f16->f16",        "sum:f32->f32",
+                               "max:bf16->bf16",       "softmax:f16->f16",
+                               "log_softmax:f32->f32", "layer_norm:f32,f32,f32->f32"}) {
+    EXPECT_EQ(signatures.count(expected), 1u) << expected;
+  }
+  // Nothing the kernels do not compute: integer arithmetic, f64 math, casts
+  // to or from integers, matmul (not yet), indexing (not yet).
+  for (const char* absent : {"add:i32,i32->i32", "exp:f64->f64", "sum:i64->i64", "cast:i32->f32",
+                             "cast:f32->i32", "lt:u8,u8->bool", "eq:bool,bool->bool",
+                             "matmul:f32,f32->f32", "index_select:f32,i64->f32"}) {
+    EXPECT_EQ(signatures.count(absent), 0u) << absent;
+  }
+  // copy is the one operator whose input may have any strides.
+  for (const auto& d : defs_) {
+    EXPECT_EQ((d.flags & OAR_KERNEL_FLAG_STRIDED_INPUTS) != 0, d.op == "copy")
+        << ops_test::signature(d);
+  }
+  // 17 unary and 7 binary operators x 3 float dtypes, 6 comparisons x 5,
+  // where / copy / transpose / fill x 10 dtypes, 9 casts, 5 reductions x 3,
+  // softmax / log_softmax / layer_norm x 3.
+  EXPECT_EQ(defs_.size(), 175u);
+}
+
+// Every registered signature, called once with small tensors, launches one
+// kernel that is in the image (kernels.list, each name of which device_open
+// found in the fatbin) with kBlock threads a block; the stream then
+// synchronizes cleanly.
+TEST_F(CudaOperatorTest, EveryRegisteredSignatureLaunchesAKernelOfTheImage) {
+  start_and_register();
+  const std::set<std::string> image = ops_test::image_kernels();
+  ASSERT_GT(image.size(), 100u);
+  std::set<std::string> used;
+  for (const auto& d : defs_) {
+    SCOPED_TRACE(ops_test::signature(d));
+    std::vector<DLTensor> inputs, outputs;
+    std::vector<oar_attr_t> attrs;
+    const int64_t perm[] = {1, 0};
+    for (size_t i = 0; i < d.inputs; ++i) {
+      std::vector<int64_t> shape = {2, 3};
+      if (d.op == "layer_norm" && i > 0) shape = {3};
+      inputs.push_back(tensor(shape, d.dtypes[i]).t);
+    }
+    std::vector<int64_t> out_shape = {2, 3};
+    const std::string op = d.op;
+    if (op == "sum" || op == "mean" || op == "max" || op == "min" || op == "prod") out_shape = {};
+    if (op == "transpose") {
+      out_shape = {3, 2};
+      oar_attr_t a{};
+      a.name = "perm";
+      a.type = OAR_ATTR_TYPE_INT_ARRAY;
+      a.value.ints = {perm, 2};
+      attrs.push_back(a);
+    }
+    if (op == "fill") {
+      oar_attr_t a{};
+      a.name = "value";
+      a.type = OAR_ATTR_TYPE_FLOAT;
+      a.value.f = 1.5;
+      attrs.push_back(a);
+    }
+    outputs.push_back(tensor(out_shape, d.dtypes[d.inputs]).t);
+    fake().clear_launches();
+    ASSERT_EQ(call(d, inputs, outputs, attrs), OAR_STATUS_OK) << last_error;
+    const auto all = ops_test::launches();
+    ASSERT_EQ(all.size(), 1u);
+    EXPECT_EQ(image.count(all[0].name), 1u) << all[0].name;
+    EXPECT_EQ(all[0].block[0], 256u);
+    EXPECT_GE(all[0].grid[0], 1u);
+    used.insert(all[0].name);
+    if (op == "gelu") {  // and its other mode
+      oar_attr_t a{};
+      a.name = "approximate";
+      a.type = OAR_ATTR_TYPE_STRING;
+      a.value.s = "tanh";
+      fake().clear_launches();
+      ASSERT_EQ(call(d, inputs, outputs, {a}), OAR_STATUS_OK) << last_error;
+      ASSERT_EQ(ops_test::launches().size(), 1u);
+      EXPECT_EQ(ops_test::launches()[0].name, "oar_gelu_tanh_" + ops_test::name(d.dtypes[0]));
+      used.insert(ops_test::launches()[0].name);
+    }
+  }
+  EXPECT_EQ(api()->stream_synchronize(stream_), OAR_STATUS_OK) << last_error;
+  // Every kernel of the image serves some operator.
+  std::vector<std::string> unused;
+  for (const auto& k : image) {
+    if (used.count(k) == 0) unused.push_back(k);
+  }
+  EXPECT_TRUE(unused.empty()) << unused.size() << " unused, e.g. " << unused[0];
+}
+
+TEST_F(CudaOperatorTest, BinaryOperatorsPassPointersWithOffsetsAndBroadcastStrides) {
+  start_and_register();
+  const ops_test::Def* add = find("add:f16,f16->f16");
+  ASSERT_NE(add, nullptr);
+  auto& a = tensor({2, 3}, kF16, 6);
+  auto& b = tensor({3}, kF16);
+  auto& y = tensor({2, 3}, kF16, 2);
+  ASSERT_EQ(call(*add, {a.t, b.t}, {y.t}), OAR_STATUS_OK) << last_error;
+  const auto l = ops_test::launches();
+  ASSERT_EQ(l.size(), 1u);
+  EXPECT_EQ(l[0].name, "oar_add_f16");
+  EXPECT_EQ(l[0].grid[0], 1u);
+  // (a, b, y, Geo{rank, numel, shape[8], strides[4][8]}): operand 0 is y.
+  ASSERT_EQ(l[0].params.size(), 3 * 8 + 8 * (2 + 8 + 32));
+  EXPECT_EQ(l[0].at<uint64_t>(0), address(a.t));
+  EXPECT_EQ(l[0].at<uint64_t>(8), address(b.t));
+  EXPECT_EQ(l[0].at<uint64_t>(16), address(y.t));
+  const size_t geo = 24;
+  EXPECT_EQ(l[0].at<int64_t>(geo), 2);      // rank: b's broadcast keeps two dimensions
+  EXPECT_EQ(l[0].at<int64_t>(geo + 8), 6);  // numel
+  EXPECT_EQ(l[0].at<int64_t>(geo + 16), 2);
+  EXPECT_EQ(l[0].at<int64_t>(geo + 24), 3);
+  const size_t strides = geo + 16 + 8 * 8;
+  const int64_t expected[3][2] = {{3, 1}, {3, 1}, {0, 1}};  // y, a, b
+  for (int k = 0; k < 3; ++k) {
+    for (int d = 0; d < 2; ++d) {
+      EXPECT_EQ(l[0].at<int64_t>(strides + size_t(k * 8 + d) * 8), expected[k][d]) << k << d;
+    }
+  }
+  // Same shapes merge into one dimension; a comparison writes bool.
+  fake().clear_launches();
+  const ops_test::Def* lt = find("lt:i64,i64->bool");
+  ASSERT_NE(lt, nullptr);
+  auto& p = tensor({4, 5}, kI64);
+  auto& q = tensor({4, 5}, kI64);
+  auto& r = tensor({4, 5}, kBool);
+  ASSERT_EQ(call(*lt, {p.t, q.t}, {r.t}), OAR_STATUS_OK) << last_error;
+  const auto m = ops_test::launches();
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0].name, "oar_lt_i64");
+  EXPECT_EQ(m[0].at<int64_t>(geo), 1);
+  EXPECT_EQ(m[0].at<int64_t>(geo + 16), 20);
+}
+
+TEST_F(CudaOperatorTest, CountsAre64BitAndGridsAreCapped) {
+  // 4 GiB + 3, then 2 x 4 GiB + 10: the fake reserves address space, never touches it.
+  setenv("OAR_CUDA_FAKE_MEMORY", "17179869184", 1);
+  start_and_register();
+  const ops_test::Def* fill = find("fill:->u8");
+  ASSERT_NE(fill, nullptr);
+  const int64_t n = (int64_t(1) << 32) + 3;  // past 32 bits
+  auto& y = tensor({n}, kU8);
+  oar_attr_t value{};
+  value.name = "value";
+  value.type = OAR_ATTR_TYPE_FLOAT;
+  value.value.f = 7;
+  ASSERT_EQ(call(*fill, {}, {y.t}, {value}), OAR_STATUS_OK) << last_error;
+  auto l = ops_test::launches();
+  ASSERT_EQ(l.size(), 1u);
+  EXPECT_EQ(l[0].name, "oar_fill_b8");
+  EXPECT_EQ(l[0].grid[0], 65535u);  // a grid-stride loop covers the rest
+  // (uint8_t* y, uint8_t value, uint64_t n): value at 8, n aligned at 16.
+  ASSERT_EQ(l[0].params.size(), 24u);
+  EXPECT_EQ(l[0].at<uint64_t>(0), address(y.t));
+  EXPECT_EQ(l[0].at<uint8_t>(8), 7);
+  EXPECT_EQ(l[0].at<uint64_t>(16), uint64_t(n));
+  // A unary operator over as many f16 elements: (x, y, n).
+  fake().clear_launches();
+  const ops_test::Def* exp = find("exp:f16->f16");
+  ASSERT_NE(exp, nullptr);
+  const int64_t half_n = (int64_t(1) << 31) + 5;  // 2^31 + 5 f16 elements: 4 GiB each
+  auto& x = tensor({half_n}, kF16);
+  auto& z = tensor({half_n}, kF16);
+  ASSERT_EQ(call(*exp, {x.t}, {z.t}), OAR_STATUS_OK) << last_error;
+  l = ops_test::launches();
+  ASSERT_EQ(l.size(), 1u);
+  EXPECT_EQ(l[0].at<uint64_t>(0), address(x.t));
+  EXPECT_EQ(l[0].at<uint64_t>(8), address(z.t));
+  EXPECT_EQ(l[0].at<uint64_t>(16), uint64_t(half_n));
+  EXPECT_EQ(l[0].grid[0], 65535u);
+  // Small counts get just enough blocks.
+  fake().clear_launches();
+  auto& s = tensor({257}, kF16, 4);  // (and byte offsets reach the kernel)
+  auto& t = tensor({257}, kF16, 2);
+  ASSERT_EQ(call(*exp, {s.t}, {t.t}), OAR_STATUS_OK) << last_error;
+  l = ops_test::launches();
+  ASSERT_EQ(l.size(), 1u);
+  EXPECT_EQ(l[0].grid[0], 2u);
+  EXPECT_EQ(l[0].at<uint64_t>(0), uint64_t(reinterpret_cast<uintptr_t>(s.t.data)) + 4);
+  EXPECT_EQ(l[0].at<uint64_t>(8), uint64_t(reinterpret_cast<uintptr_t>(t.t.data)) + 2);
+}
+
+TEST_F(CudaOperatorTest, ReductionsSoftmaxLayerNormAndTransposeDescribeTheirShapes) {
+  start_and_register();
+  // sum over axis 1 of [2, 3, 4], keepdim: one block per output element.
+  auto& x = tensor({2, 3, 4}, kF32);
+  auto& y = tensor({2, 1, 4}, kF32);
+  const int64_t axes[] = {-2};
+  oar_attr_t a[2] = {};
+  a[0].name = "axes";
+  a[0].type = OAR_ATTR_TYPE_INT_ARRAY;
+  a[0].value.ints = {axes, 1};
+  a[1].name = "keepdim";
+  a[1].type = OAR_ATTR_TYPE_BOOL;
+  a[1].value.b = true;
+  ASSERT_EQ(call(*find("sum:f32->f32"), {x.t}, {y.t}, {a[0], a[1]}), OAR_STATUS_OK) << last_error;
+  auto l = ops_test::launches();
+  ASSERT_EQ(l.size(), 1u);
+  EXPECT_EQ(l[0].name, "oar_sum_f32");
+  EXPECT_EQ(l[0].grid[0], 8u);
+  // (x, y, ReduceGeo{outputs, count, kept_rank, kept_shape[8], kept_strides[8],
+  // reduced_rank, reduced_shape[8], reduced_strides[8]}).
+  ASSERT_EQ(l[0].params.size(), 16u + 8 * (4 + 32));
+  const size_t g = 16;
+  EXPECT_EQ(l[0].at<int64_t>(g), 8);       // outputs
+  EXPECT_EQ(l[0].at<int64_t>(g + 8), 3);   // count
+  EXPECT_EQ(l[0].at<int64_t>(g + 16), 2);  // kept rank
+  EXPECT_EQ(l[0].at<int64_t>(g + 24), 2);
+  EXPECT_EQ(l[0].at<int64_t>(g + 32), 4);
+  EXPECT_EQ(l[0].at<int64_t>(g + 88), 12);  // kept strides
+  EXPECT_EQ(l[0].at<int64_t>(g + 96), 1);
+  EXPECT_EQ(l[0].at<int64_t>(g + 152), 1);  // reduced rank
+  EXPECT_EQ(l[0].at<int64_t>(g + 160), 3);
+  EXPECT_EQ(l[0].at<int64_t>(g + 224), 4);  // reduced stride
+  // max over an empty axis has no value: refused before any launch.
+  fake().clear_launches();
+  auto& e = tensor({2, 0}, kF32);
+  auto& f = tensor({2}, kF32);
+  const int64_t last[] = {1};
+  a[0].value.ints = {last, 1};
+  EXPECT_EQ(call(*find("max:f32->f32"), {e.t}, {f.t}, {a[0]}), OAR_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(call(*find("sum:f32->f32"), {e.t}, {f.t}, {a[0]}), OAR_STATUS_OK) << last_error;
+  EXPECT_EQ(ops_test::launches().size(), 1u);  // the sum: zeros
+  // softmax along axis 1 of [2, 3, 4]: (x, y, outer, axis, inner), a block a row.
+  fake().clear_launches();
+  oar_attr_t axis{};
+  axis.name = "axis";
+  axis.type = OAR_ATTR_TYPE_INT;
+  axis.value.i = 1;
+  auto& s = tensor({2, 3, 4}, kBF16);
+  ASSERT_EQ(call(*find("log_softmax:bf16->bf16"), {s.t}, {s.t}, {axis}), OAR_STATUS_OK)
+      << last_error;
+  l = ops_test::launches();
+  ASSERT_EQ(l.size(), 1u);
+  EXPECT_EQ(l[0].name, "oar_log_softmax_bf16");
+  EXPECT_EQ(l[0].grid[0], 8u);
+  EXPECT_EQ(l[0].at<int64_t>(16), 2);
+  EXPECT_EQ(l[0].at<int64_t>(24), 3);
+  EXPECT_EQ(l[0].at<int64_t>(32), 4);
+  // layer_norm: (x, weight, bias, y, rows, d, float eps).
+  fake().clear_launches();
+  auto& ln = tensor({5, 7}, kF16);
+  auto& w = tensor({7}, kF16);
+  auto& bias = tensor({7}, kF16);
+  auto& out = tensor({5, 7}, kF16);
+  oar_attr_t eps{};
+  eps.name = "eps";
+  eps.type = OAR_ATTR_TYPE_FLOAT;
+  eps.value.f = 0.25;
+  ASSERT_EQ(call(*find("layer_norm:f16,f16,f16->f16"), {ln.t, w.t, bias.t}, {out.t}, {eps}),
+            OAR_STATUS_OK)
+      << last_error;
+  l = ops_test::launches();
+  ASSERT_EQ(l.size(), 1u);
+  ASSERT_EQ(l[0].params.size(), 52u);
+  EXPECT_EQ(l[0].at<uint64_t>(8), address(w.t));
+  EXPECT_EQ(l[0].at<uint64_t>(16), address(bias.t));
+  EXPECT_EQ(l[0].at<int64_t>(32), 5);
+  EXPECT_EQ(l[0].at<int64_t>(40), 7);
+  EXPECT_EQ(l[0].at<float>(48), 0.25f);
+  EXPECT_EQ(l[0].grid[0], 5u);
+  // transpose [2, 3] -> [3, 2]: the copy kernel reads x through permuted strides.
+  fake().clear_launches();
+  auto& t = tensor({2, 3}, kI32);
+  auto& u = tensor({3, 2}, kI32);
+  const int64_t perm[] = {1, 0};
+  oar_attr_t p{};
+  p.name = "perm";
+  p.type = OAR_ATTR_TYPE_INT_ARRAY;
+  p.value.ints = {perm, 2};
+  ASSERT_EQ(call(*find("transpose:i32->i32"), {t.t}, {u.t}, {p}), OAR_STATUS_OK) << last_error;
+  l = ops_test::launches();
+  ASSERT_EQ(l.size(), 1u);
+  EXPECT_EQ(l[0].name, "oar_copy_b32");
+  const size_t strides = 16 + 16 + 8 * 8;
+  EXPECT_EQ(l[0].at<int64_t>(strides), 2);  // y
+  EXPECT_EQ(l[0].at<int64_t>(strides + 8), 1);
+  EXPECT_EQ(l[0].at<int64_t>(strides + 64), 1);  // x, permuted
+  EXPECT_EQ(l[0].at<int64_t>(strides + 64 + 8), 3);
+}
+
+TEST_F(CudaOperatorTest, CopyHonoursAnyInputStrides) {
+  start_and_register();
+  auto& x = tensor({4, 6}, kF32);
+  // Every other column of x, backwards: shape [4, 3], strides [6, -2], from x[0][5].
+  std::vector<int64_t> shape = {4, 3}, strides = {6, -2};
+  DLTensor view = x.t;
+  view.shape = shape.data();
+  view.strides = strides.data();
+  view.byte_offset = 5 * 4;
+  auto& y = tensor({4, 3}, kF32);
+  ASSERT_EQ(call(*find("copy:f32->f32"), {view}, {y.t}), OAR_STATUS_OK) << last_error;
+  const auto l = ops_test::launches();
+  ASSERT_EQ(l.size(), 1u);
+  EXPECT_EQ(l[0].name, "oar_copy_b32");
+  EXPECT_EQ(l[0].at<uint64_t>(0), address(view));
+  const size_t strides_at = 16 + 16 + 8 * 8;
+  EXPECT_EQ(l[0].at<int64_t>(strides_at + 64), 6);
+  EXPECT_EQ(l[0].at<int64_t>(strides_at + 64 + 8), -2);
+  // A view reaching past its allocation is refused before any launch.
+  fake().clear_launches();
+  strides = {8, 1};  // element 3 * 8 + 2 is past x's 24
+  view.byte_offset = 0;
+  EXPECT_NE(call(*find("copy:f32->f32"), {view}, {y.t}), OAR_STATUS_OK);
+  EXPECT_EQ(ops_test::launches().size(), 0u);
+}
+
+TEST_F(CudaOperatorTest, BadCallsFailBeforeLaunchingAndFaultsFailTheStream) {
+  setenv("OAR_CUDA_FAKE_FAULT_KERNEL", "oar_mul_f32", 1);
+  setenv("OAR_CUDA_FAKE_DEVICES", "2", 1);
+  start_and_register();
+  const ops_test::Def* mul = find("mul:f32,f32->f32");
+  ASSERT_NE(mul, nullptr);
+  auto& a = tensor({8}, kF32);
+  auto& y = tensor({8}, kF32);
+  // Memory of another device, an output past its allocation, an unknown
+  // gelu mode: refused, nothing launched.
+  oar_device_t other = open(1);
+  oar_memory_t foreign = allocate(other, 64);
+  DLTensor f = a.t;
+  f.data = foreign;
+  EXPECT_EQ(call(*mul, {a.t, f}, {y.t}), OAR_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(last_error.find("not memory of the call's device"), std::string::npos) << last_error;
+  DLTensor past = y.t;
+  past.byte_offset = 8;
+  EXPECT_NE(call(*mul, {a.t, a.t}, {past}), OAR_STATUS_OK);
+  oar_attr_t mode{};
+  mode.name = "approximate";
+  mode.type = OAR_ATTR_TYPE_STRING;
+  mode.value.s = "fast";
+  EXPECT_EQ(call(*find("gelu:f32->f32"), {a.t}, {y.t}, {mode}), OAR_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(ops_test::launches().size(), 0u);
+  EXPECT_EQ(api()->stream_synchronize(stream_), OAR_STATUS_OK) << last_error;
+  // A kernel that faults on the device: the call returned OK (the launch
+  // was accepted), the stream fails with the CUresult's name, and a later
+  // call on the failed stream fails at once.
+  ASSERT_EQ(call(*mul, {a.t, a.t}, {y.t}), OAR_STATUS_OK) << last_error;
+  EXPECT_EQ(api()->stream_synchronize(stream_), OAR_STATUS_ABORTED);
+  EXPECT_NE(last_error.find("CUDA_ERROR_ILLEGAL_ADDRESS"), std::string::npos) << last_error;
+  EXPECT_EQ(call(*find("add:f32,f32->f32"), {a.t, a.t}, {y.t}), OAR_STATUS_ABORTED);
+  EXPECT_EQ(ops_test::launches().size(), 1u);
+  EXPECT_EQ(api()->device_close(other), OAR_STATUS_OK);
 }
 
 }  // namespace
