@@ -380,26 +380,47 @@ Window window_of(const View& x, const View& y, std::array<int64_t, 2> kernel,
   return s;
 }
 
-// col[(c, i, j), (oh, ow)] = x[c, oh * sh - ph + i * dh, ow * sw - pw + j * dw], 0 outside.
-// Shared out across OpenMP's threads unless called inside a parallel region.
+// Row r = (c, i, j) of the col matrix for output rows [oh0, oh1):
+// out[(oh - oh0) * OW + ow] = x[c, oh * sh - ph + i * dh, ow * sw - pw + j * dw],
+// 0 outside x. The in-bounds run of each output row is one copy.
 template <typename F>
-void im2col(const F* x, const Window& s, int64_t channels, F* col) {
-  int64_t kh = s.kernel[0], kw = s.kernel[1], rows = channels * kh * kw, plane = s.oh * s.ow;
-#pragma omp parallel for if (rows * plane > kParallelWork && !omp_in_parallel())
-  for (int64_t r = 0; r < rows; ++r) {
-    int64_t i = r / kw % kh, j = r % kw;
-    const F* xc = x + r / (kh * kw) * s.h * s.w;
-    F* out = col + r * plane;
-    for (int64_t oh = 0; oh < s.oh; ++oh, out += s.ow) {
-      int64_t ih = oh * s.stride[0] - s.padding[0] + i * s.dilation[0];
-      for (int64_t ow = 0; ow < s.ow; ++ow) {
-        int64_t iw = ow * s.stride[1] - s.padding[1] + j * s.dilation[1];
-        bool inside = ih >= 0 && ih < s.h && iw >= 0 && iw < s.w;
-        out[ow] = inside ? xc[ih * s.w + iw] : F(0);
-      }
+void im2col_row(const F* x, const Window& s, int64_t r, int64_t oh0, int64_t oh1, F* out) {
+  const int64_t kh = s.kernel[0], kw = s.kernel[1], i = r / kw % kh, j = r % kw;
+  const F* xc = x + r / (kh * kw) * s.h * s.w;
+  const int64_t sw = s.stride[1], shift = j * s.dilation[1] - s.padding[1];
+  // ow in [lo, hi) reads inside the row: 0 <= ow * sw + shift < w.
+  const int64_t lo = std::min(s.ow, shift >= 0 ? 0 : (-shift + sw - 1) / sw);
+  const int64_t hi =
+      std::max(lo, std::min(s.ow, s.w - shift <= 0 ? 0 : (s.w - shift + sw - 1) / sw));
+  for (int64_t oh = oh0; oh < oh1; ++oh, out += s.ow) {
+    const int64_t ih = oh * s.stride[0] - s.padding[0] + i * s.dilation[0];
+    if (ih < 0 || ih >= s.h) {
+      std::fill(out, out + s.ow, F(0));
+      continue;
     }
+    const F* in = xc + ih * s.w + shift;
+    std::fill(out, out + lo, F(0));
+    if (sw == 1) {
+      std::copy(in + lo, in + hi, out + lo);
+    } else {
+      for (int64_t ow = lo; ow < hi; ++ow) out[ow] = in[ow * sw];
+    }
+    std::fill(out + hi, out + s.ow, F(0));
   }
 }
+
+// col[(c, i, j), (oh, ow)] for all output rows, shared out across OpenMP's
+// threads.
+template <typename F>
+void im2col(const F* x, const Window& s, int64_t channels, F* col) {
+  int64_t rows = channels * s.kernel[0] * s.kernel[1], plane = s.oh * s.ow;
+#pragma omp parallel for if (rows * plane > kParallelWork)
+  for (int64_t r = 0; r < rows; ++r) im2col_row(x, s, r, 0, s.oh, col + r * plane);
+}
+
+// Columns of col a thread builds at a time: about kConvTile elements, whole
+// output rows, so that its col tile stays in the core's cache for the GEMM.
+constexpr int64_t kConvTile = int64_t(1) << 16;
 
 // Per image and group: y_g [O/g, OH*OW] = w_g [O/g, C/g*kH*kW] x col [C/g*kH*kW, OH*OW].
 // With at least as many (image, group) pairs as threads, each thread takes
@@ -420,17 +441,31 @@ void conv_run(View x, View weight, View bias, View y, Window s) {
   const int64_t pairs = s.n * s.groups, threads = omp_get_max_threads();
   const bool per_thread =
       threads > 1 && pairs >= threads && pairs * og * plane * depth >= kParallelGemm;
-  if (!direct) col.resize(size_t((per_thread ? threads : 1) * depth * plane));
+  // Output rows per col tile (per-thread path).
+  const int64_t tile_rows = std::clamp<int64_t>(kConvTile / std::max<int64_t>(depth * s.ow, 1), 1,
+                                                std::max<int64_t>(s.oh, 1));
+  if (!direct) {
+    col.resize(size_t(per_thread ? threads * depth * tile_rows * s.ow : depth * plane));
+  }
   if (per_thread) {
     F* cols = col.data();
 #pragma omp parallel for num_threads(int(threads)) schedule(static)
     for (int64_t pair = 0; pair < pairs; ++pair) {
       const int64_t n = pair / s.groups, g = pair % s.groups;
       const F* xg = px + (n * s.c + g * cg) * s.h * s.w;
-      F* mine = direct ? nullptr : cols + omp_get_thread_num() * depth * plane;
-      if (!direct) im2col(xg, s, cg, mine);
-      gemm(false, false, og, plane, depth, F(1), pw + g * og * depth, direct ? xg : mine, F(0),
-           py + (n * s.o + g * og) * plane);
+      const F* wg = pw + g * og * depth;
+      F* yg = py + (n * s.o + g * og) * plane;
+      if (direct) {
+        gemm(false, false, og, plane, depth, F(1), wg, xg, F(0), yg);
+        continue;
+      }
+      F* mine = cols + omp_get_thread_num() * depth * tile_rows * s.ow;
+      for (int64_t oh0 = 0; oh0 < s.oh; oh0 += tile_rows) {
+        const int64_t oh1 = std::min(s.oh, oh0 + tile_rows), width = (oh1 - oh0) * s.ow;
+        for (int64_t r = 0; r < depth; ++r) im2col_row(xg, s, r, oh0, oh1, mine + r * width);
+        gemm_ld(false, false, og, width, depth, F(1), wg, depth, mine, width, F(0), yg + oh0 * s.ow,
+                plane);
+      }
     }
   } else {
     for (int64_t n = 0; n < s.n; ++n) {
