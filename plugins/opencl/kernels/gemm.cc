@@ -4,6 +4,7 @@
 // device builds the kernel specialised for its shape (README.md, "matmul").
 #include <cstdio>
 #include <cstdlib>
+#include <initializer_list>
 #include <mutex>
 #include <string>
 
@@ -92,6 +93,103 @@ const char* source_for(const Tiles& t) {
   return texts[count++].c_str();
 }
 
+// Whether matmul takes the packed path of gemm.cl (gemm_pack_a, gemm_pack_b,
+// gemm_packed): on CPU devices for f32 products of one matrix large enough
+// that packing (one pass over a and b) is small next to the product.
+// OAR_OPENCL_GEMM_PACK=1 takes it for every f32 product of one matrix, =0
+// never (for tests and measurements).
+bool packed_path(const PhysicalDevice& device, const Matmul& p) {
+  static const int forced = [] {
+    const char* text = secure_getenv("OAR_OPENCL_GEMM_PACK");
+    return text == nullptr || *text == '\0' ? -1 : (text[0] == '0' ? 0 : 1);
+  }();
+  if (forced >= 0) return forced == 1;
+  return device.properties.kind == OAR_DEVICE_KIND_CPU && p.m >= 32 && p.n >= 32 && p.k >= 32 &&
+         double(p.m) * double(p.n) * double(p.k) >= double(1 << 21);
+}
+
+struct Arg {
+  size_t size;
+  const void* value;
+};
+
+// Sets |args| of |kernel| and enqueues it on the call's stream, under the
+// kernel's lock (another stream may use the same cl_kernel).
+void enqueue(KernelContext& context, KernelSlot& kernel, std::initializer_list<Arg> args,
+             cl_uint dims, const size_t* global, const size_t* local) {
+  std::lock_guard<std::mutex> lock(kernel.mutex);
+  cl_uint i = 0;
+  for (const Arg& arg : args) {
+    check(cl().clSetKernelArg(kernel.kernel, i++, arg.size, arg.value), "clSetKernelArg(gemm)");
+  }
+  check(cl().clEnqueueNDRangeKernel(context.call->stream->queue, kernel.kernel, dims, nullptr,
+                                    global, local, 0, nullptr, nullptr),
+        "clEnqueueNDRangeKernel(gemm)");
+}
+
+size_t round_up(int64_t value, int64_t step) { return size_t((value + step - 1) / step * step); }
+
+// y = a b through panels in scratch memory (gemm.cl, "The packed path").
+void packed_matmul(KernelContext& context, const Tiles& t, size_t slot, const char* source,
+                   const Matmul& p, cl_mem a, cl_mem b, cl_mem y) {
+  static const KernelRef pack_a("gemm_pack_a"), pack_b("gemm_pack_b"), product("gemm_packed");
+  const char* tag = dtype_tag(context.outputs[0].dtype);
+  const int64_t tn = int64_t(t.nv) * t.vw;
+  const int64_t blocks = (p.m + t.tm - 1) / t.tm, panels = (p.n + tn - 1) / tn;
+  const uint64_t a_bytes = uint64_t(blocks * t.tm * p.k) * sizeof(float);
+  const uint64_t b_bytes = uint64_t(panels * tn * p.k) * sizeof(float);
+  oar::sdk::require(context.call->scratch_allocate != nullptr, OAR_STATUS_INTERNAL,
+                    "the kernel call has no scratch allocator");
+  oar_memory_t memory = nullptr;
+  uint64_t offset = 0;
+  oar_status_t status = context.call->scratch_allocate(context.call->scratch_context,
+                                                       a_bytes + b_bytes + 128, &memory, &offset);
+  oar::sdk::require(status == OAR_STATUS_OK, status, "matmul: scratch_allocate failed");
+  // The panels in the scratch allocation, 64-byte aligned (vector loads).
+  cl_mem scratch = reinterpret_cast<cl_mem>(memory);
+  PhysicalDevice& device = context.device();
+  KernelSlot& ka = device.programs->kernel(slot, pack_a.id, "gemm", source, tag, "gemm_pack_a");
+  KernelSlot& kb = device.programs->kernel(slot, pack_b.id, "gemm", source, tag, "gemm_pack_b");
+  KernelSlot& kp = device.programs->kernel(slot, product.id, "gemm", source, tag, "gemm_packed");
+  const cl_long a_at = cl_long((offset + 63) / 64 * 64);
+  const cl_long b_at = cl_long((uint64_t(a_at) + a_bytes + 63) / 64 * 64);
+  size_t global_a[2] = {size_t(p.k), size_t(blocks)};
+  enqueue(context, ka,
+          {{sizeof(cl_mem), &a},
+           {sizeof(cl_long), &p.a_offset},
+           {sizeof(cl_long), &p.m},
+           {sizeof(cl_long), &p.k},
+           {sizeof(cl_long), &p.a_m},
+           {sizeof(cl_long), &p.a_k},
+           {sizeof(cl_mem), &scratch},
+           {sizeof(cl_long), &a_at}},
+          2, global_a, nullptr);
+  size_t global_b[2] = {size_t(panels), size_t(p.k)};
+  enqueue(context, kb,
+          {{sizeof(cl_mem), &b},
+           {sizeof(cl_long), &p.b_offset},
+           {sizeof(cl_long), &p.n},
+           {sizeof(cl_long), &p.k},
+           {sizeof(cl_long), &p.b_k},
+           {sizeof(cl_long), &p.b_n},
+           {sizeof(cl_mem), &scratch},
+           {sizeof(cl_long), &b_at}},
+          2, global_b, nullptr);
+  size_t global[2] = {round_up(panels, t.lx), round_up(blocks, t.ly)};
+  size_t local[2] = {size_t(t.lx), size_t(t.ly)};
+  enqueue(context, kp,
+          {{sizeof(cl_mem), &scratch},
+           {sizeof(cl_long), &a_at},
+           {sizeof(cl_mem), &scratch},
+           {sizeof(cl_long), &b_at},
+           {sizeof(cl_mem), &y},
+           {sizeof(cl_long), &p.y_offset},
+           {sizeof(cl_long), &p.m},
+           {sizeof(cl_long), &p.n},
+           {sizeof(cl_long), &p.k}},
+          2, global, local);
+}
+
 const Tiles& tiles_of(const PhysicalDevice& device) {
   const Tiles* forced = tiles_from_environment();
   const Tiles& t = forced != nullptr                               ? *forced
@@ -144,6 +242,9 @@ void matmul_body(KernelContext& context) {
   size_t slot = size_t(Source::kGemm) * 16 + size_t(__builtin_ctz(bit));
   KernelSlot& kernel =
       device.programs->kernel(slot, gemm.id, "gemm", source_for(t), dtype_tag(y.dtype), "gemm");
+  if (bit == ops::kF32 && batch == 1 && packed_path(device, p)) {
+    return packed_matmul(context, t, slot, source_for(t), p, a.memory, b.memory, y.memory);
+  }
   size_t global[3] = {size_t((p.n + t.cols() - 1) / t.cols()) * size_t(t.lx),
                       size_t((p.m + t.rows() - 1) / t.rows()) * size_t(t.ly), size_t(batch)};
   size_t local[3] = {size_t(t.lx), size_t(t.ly), 1};

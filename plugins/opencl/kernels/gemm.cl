@@ -194,3 +194,84 @@ __kernel __attribute__((reqd_work_group_size(GEMM_LX, GEMM_LY, 1))) void gemm(gc
   const long row = row0 + ly * GEMM_TM, col = col0 + lx * TN;
   ROWS(STORE)
 }
+
+#ifdef GEMM_VECTOR_GLOBAL
+// The packed path (CPU devices, f32, one matrix; kernels/gemm.cc chooses
+// it): a and b are first copied into panels that the product then reads
+// front to back, and the product needs no local memory and no barrier.
+//  - gemm_pack_a: a's rows in blocks of GEMM_TM, ap[block][k][GEMM_TM]
+//    (rows past M are zeros): per step of k the GEMM_TM values a work-item
+//    broadcasts are adjacent;
+//  - gemm_pack_b: b's columns in panels of TN, bp[panel][k][TN] (columns past
+//    N are zeros): per step of k a work-item's TN columns are NV vector loads
+//    from one contiguous stream;
+//  - gemm_packed: work-item (panel, block) keeps its GEMM_TM x TN tile in
+//    registers for the whole of K (no barrier means no spill between steps,
+//    which PoCL's work-group loops force at every barrier), reading two
+//    contiguous streams the hardware prefetcher follows; a work-group of
+//    GEMM_LX x GEMM_LY work-items shares GEMM_LY blocks of a and GEMM_LX
+//    panels of b in the caches.
+// Offsets are in bytes; strides in elements, as in mm_t.
+__kernel void gemm_pack_a(gcptr a, long a_offset, long m, long k, long a_m, long a_k, gptr ap,
+                          long ap_offset) {
+  const long kk = get_global_id(0), block = get_global_id(1);
+  if (kk >= k) return;
+  __global const SX* pa = (__global const SX*)(a + a_offset);
+  __global SX* out = (__global SX*)(ap + ap_offset) + (block * k + kk) * GEMM_TM;
+  for (int i = 0; i < GEMM_TM; ++i) {
+    const long r = block * GEMM_TM + i;
+    out[i] = r < m ? pa[r * a_m + kk * a_k] : (SX)0;
+  }
+}
+
+__kernel void gemm_pack_b(gcptr b, long b_offset, long n, long k, long b_k, long b_n, gptr bp,
+                          long bp_offset) {
+  const long panel = get_global_id(0), kk = get_global_id(1);
+  if (kk >= k || panel * TN >= n) return;
+  __global const SX* pb = (__global const SX*)(b + b_offset) + kk * b_k;
+  __global SX* out = (__global SX*)(bp + bp_offset) + (panel * k + kk) * TN;
+  const long c0 = panel * TN;
+  if (b_n == 1 && c0 + TN <= n) {
+    for (int v = 0; v < GEMM_NV; ++v) VSTORE(VLOAD(0, pb + c0 + v * GEMM_VW), v, out);
+  } else {
+    for (int j = 0; j < TN; ++j) out[j] = c0 + j < n ? pb[(c0 + j) * b_n] : (SX)0;
+  }
+}
+
+#if GEMM_NV == 2
+#define PSTEP(i)                      \
+  {                                   \
+    VT av = (VT)(qa[i]);              \
+    c##i##_0 = fma(av, b0, c##i##_0); \
+    c##i##_1 = fma(av, b1, c##i##_1); \
+  }
+#else
+#define PSTEP(i)                      \
+  {                                   \
+    VT av = (VT)(qa[i]);              \
+    c##i##_0 = fma(av, b0, c##i##_0); \
+  }
+#endif
+
+__kernel __attribute__((reqd_work_group_size(GEMM_LX, GEMM_LY, 1))) void gemm_packed(
+    gcptr ap, long ap_offset, gcptr bp, long bp_offset, gptr y, long y_offset, long m, long n,
+    long k) {
+  const long panel = get_global_id(0), block = get_global_id(1);
+  if (panel * TN >= n || block * GEMM_TM >= m) return;
+  __global const SX* qa = (__global const SX*)(ap + ap_offset) + block * k * GEMM_TM;
+  __global const SX* qb = (__global const SX*)(bp + bp_offset) + panel * k * TN;
+  ROWS(DECLARE)
+  for (long kk = 0; kk < k; ++kk) {
+    VT b0 = VLOAD(0, qb);
+#if GEMM_NV == 2
+    VT b1 = VLOAD(1, qb);
+#endif
+    ROWS(PSTEP)
+    qa += GEMM_TM;
+    qb += TN;
+  }
+  gptr py = y + y_offset;
+  const long row = block * GEMM_TM, col = panel * TN;
+  ROWS(STORE)
+}
+#endif
