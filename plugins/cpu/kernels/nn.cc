@@ -135,10 +135,24 @@ void softmax_line(const In* x, Out* y, int64_t n, int64_t stride, bool log) {
     store(y + j * stride, std::exp(load(x + j * stride) - max) * scale);
 }
 
-// softmax_row_f32 over |rows| contiguous rows of |n|, on the widest SIMD.
+// softmax_row_f32 over |rows| contiguous rows of |n| (n > 0), on the widest
+// SIMD, its sums of exps in vector lanes (exp_shifted_lanes_f32).
 OAR_CPU_WIDEST_SIMD void softmax_rows_f32(const float* x, float* y, int64_t rows, int64_t n,
                                           bool log) {
-  for (int64_t r = 0; r < rows; ++r) softmax_row_f32(x + r * n, y + r * n, n, log);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* in = x + r * n;
+    float* out = y + r * n;
+    const float max = row_max_f32(in, n);
+    if (log) {
+      const double log_sum = std::log(exp_shifted_lanes_f32<false>(in, nullptr, n, max));
+#pragma omp simd
+      for (int64_t j = 0; j < n; ++j) out[j] = float(double(in[j] - max) - log_sum);
+    } else {
+      const float scale = float(1 / exp_shifted_lanes_f32<true>(in, out, n, max));
+#pragma omp simd
+      for (int64_t j = 0; j < n; ++j) out[j] *= scale;
+    }
+  }
 }
 
 void softmax_kernel(KernelContext& context) {
@@ -559,18 +573,35 @@ void attention_softmax(F* scores, int64_t rows, int64_t width, Seen&& seen) {
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t visible = seen(r);
     F* row = scores + r * width;
-    if constexpr (std::is_same_v<F, float>) {
-      softmax_row_f32(row, row, visible, false);
-    } else {
-      softmax_line(row, row, visible, 1, false);
-    }
+    softmax_line(row, row, visible, 1, false);
     std::fill(row + visible, row + width, F(0));
+  }
+}
+
+// attention_softmax for f32 on the widest SIMD, less its last step: each
+// row's exps e^(s - max) stay unnormalized and |inverse|[r] receives 1 / their
+// sum, so that the rows of scores x v are scaled instead (dv multiplications
+// a row, not one per key). Row r of the block starting at query |first| sees
+// keys j < first + r + 1 + shift (all |width| without |causal|); a row that
+// sees none is zeros with |inverse| 0.
+OAR_CPU_WIDEST_SIMD void attention_exps_f32(float* scores, float* inverse, int64_t rows,
+                                            int64_t width, int64_t first, int64_t shift, int64_t lk,
+                                            bool causal) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t visible = causal ? std::clamp<int64_t>(first + r + shift + 1, 0, lk) : lk;
+    float* row = scores + r * width;
+    inverse[r] =
+        visible == 0
+            ? 0.0f
+            : float(1 / exp_shifted_lanes_f32<true>(row, row, visible, row_max_f32(row, visible)));
+    std::fill(row + visible, row + width, 0.0f);
   }
 }
 
 // Per batch item and block of queries (in parallel, one block per thread at
 // a time): scores = q_block k^T * scale (gemm), a masked softmax per row,
-// y_block = scores v (gemm). A block's scores are at most kAttentionScores
+// y_block = scores v (gemm); in f32 the exps run on the widest SIMD and the
+// softmax's division waits for y_block's rows. A block's scores are at most kAttentionScores
 // elements, so they stay in the core's cache between the two GEMMs, and a
 // causal block only computes the keys its last row sees. With |causal|, row
 // i sees keys j <= i + shift (lk - lq bottom-right aligned, 0 top-left); a
@@ -591,6 +622,8 @@ void attention_run(View q, View k, View v, View y, Attention s) {
   const int64_t threads = omp_get_max_threads();
   std::vector<F> scores(size_t(threads * block * s.lk));
   F* all_scores = scores.data();
+  std::vector<float> inverses(size_t(threads * block));
+  float* all_inverses = inverses.data();
 #pragma omp parallel for num_threads(int(threads)) \
     schedule(dynamic) if (items > 1 && s.lq * s.lk * (s.d + s.dv) > kParallelWork)
   for (int64_t item = 0; item < items; ++item) {
@@ -602,11 +635,21 @@ void attention_run(View q, View k, View v, View y, Attention s) {
     F* out = py + (b * s.lq + i0) * s.dv;
     gemm_ld(false, true, rows, keys, s.d, F(s.scale), pq + (b * s.lq + i0) * s.d, s.d,
             pk + b * s.lk * s.d, s.d, F(0), p, keys);
-    attention_softmax(p, rows, keys, [&](int64_t r) {
-      return s.causal ? std::clamp<int64_t>(i0 + r + s.shift + 1, 0, s.lk) : s.lk;
-    });
-    gemm_ld(false, false, rows, s.dv, keys, F(1), p, keys, pv + b * s.lk * s.dv, s.dv, F(0), out,
-            s.dv);
+    if constexpr (std::is_same_v<F, float>) {
+      float* inverse = all_inverses + omp_get_thread_num() * block;
+      attention_exps_f32(p, inverse, rows, keys, i0, s.shift, s.lk, s.causal);
+      gemm_ld(false, false, rows, s.dv, keys, F(1), p, keys, pv + b * s.lk * s.dv, s.dv, F(0), out,
+              s.dv);
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t j = 0; j < s.dv; ++j) out[r * s.dv + j] *= inverse[r];
+      }
+    } else {
+      attention_softmax(p, rows, keys, [&](int64_t r) {
+        return s.causal ? std::clamp<int64_t>(i0 + r + s.shift + 1, 0, s.lk) : s.lk;
+      });
+      gemm_ld(false, false, rows, s.dv, keys, F(1), p, keys, pv + b * s.lk * s.dv, s.dv, F(0), out,
+              s.dv);
+    }
   }
   from_blas(py, y.ptr<T>(), y.numel());
 }

@@ -118,3 +118,44 @@ inline void softmax_row_f32(const float* x, float* y, int64_t n, bool log) {
 }
 
 }  // namespace oar::cpu
+
+namespace oar::cpu {
+
+// exp_shifted_f32 and exp_shifted_sum_f32 for wide vectors: each of
+// kSumLanes lanes sums at most kLaneTerms exps in f32, and the lanes' sums
+// are added into kSumLanes double lanes (a vector conversion, not a
+// horizontal sum per block), summed once at the end. With AVX-512 the block
+// sums above cost 16 dependent scalar additions every 64 elements.
+inline constexpr int64_t kSumLanes = 16;
+inline constexpr int64_t kLaneTerms = 8;
+
+template <bool kStore>
+inline double exp_shifted_lanes_f32(const float* x, float* y, int64_t n, float shift) {
+  double total[kSumLanes] = {};
+  int64_t j = 0;
+  while (n - j >= kSumLanes) {
+    float part[kSumLanes] = {};
+    const int64_t terms = (n - j) / kSumLanes < kLaneTerms ? (n - j) / kSumLanes : kLaneTerms;
+    const int64_t end = j + terms * kSumLanes;
+    for (; j < end; j += kSumLanes) {
+#pragma omp simd
+      for (int64_t l = 0; l < kSumLanes; ++l) {
+        const float e = exp_f32(x[j + l] - shift);
+        if constexpr (kStore) y[j + l] = e;
+        part[l] += e;
+      }
+    }
+#pragma omp simd
+    for (int64_t l = 0; l < kSumLanes; ++l) total[l] += double(part[l]);
+  }
+  double sum = 0;
+  for (int64_t l = 0; l < kSumLanes; ++l) sum += total[l];
+  for (; j < n; ++j) {
+    const float e = exp_f32(x[j] - shift);
+    if constexpr (kStore) y[j] = e;
+    sum += double(e);
+  }
+  return sum;
+}
+
+}  // namespace oar::cpu
