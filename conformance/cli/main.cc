@@ -370,6 +370,21 @@ int certify(const Arguments& arguments) {
   }
   if (arguments.list) {
     for (const auto& test : tests) fmt::print("{}\n", test.id);
+#if defined(OAR_CONFORM_COLLECTIVES)
+    oc::CollectivesRun run;  // the area's ids: with --collectives-ranks N, for N ranks
+    if (arguments.collectives_ranks > 0) run.ranks = arguments.collectives_ranks;
+    run.device_count = target.plugin.device_count;
+    run.filter = arguments.filter;
+    const auto ids = oc::collectives_ids(run, target.properties);
+    if (arguments.collectives_ranks > 0) {
+      for (const auto& id : ids) fmt::print("{}\n", id);
+    } else if (!ids.empty()) {
+      fmt::print(stderr,
+                 "oar-conform: and {} collectives/... id(s) for 2 ranks, listed and run "
+                 "with --collectives-ranks N\n",
+                 ids.size());
+    }
+#endif
     return kExitCertified;
   }
   if (tests.empty() && arguments.collectives_ranks == 0) {

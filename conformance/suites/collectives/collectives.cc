@@ -949,6 +949,21 @@ std::string collectives_command(const CollectivesRun& run) {
   return joined(worker_args(run, "staged", run.work_dir + "/collectives-staged", 0));
 }
 
+std::vector<std::string> collectives_ids(const CollectivesRun& run,
+                                         const oar_device_properties_t& properties) {
+  std::vector<std::string> ids;
+  for (const Case& c : selected_cases(properties, "staged", run.ranks, run.filter)) {
+    ids.push_back(c.id);
+  }
+  if ((properties.features & OAR_DEVICE_FEATURE_COLLECTIVES) != 0) {
+    const int local = std::max(1, std::min(run.ranks, run.device_count));
+    for (const Case& c : selected_cases(properties, "native", local, run.filter)) {
+      ids.push_back(c.id);
+    }
+  }
+  return ids;
+}
+
 std::vector<TestResult> run_collectives(const CollectivesRun& run,
                                         const oar_device_properties_t& properties,
                                         const std::function<void(const TestResult&)>& on_result) {

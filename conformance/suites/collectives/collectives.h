@@ -50,6 +50,11 @@ std::vector<TestResult> run_collectives(const CollectivesRun& run,
                                         const oar_device_properties_t& properties,
                                         const std::function<void(const TestResult&)>& on_result);
 
+// The ids run_collectives would run for a device of |properties| (both
+// paths, the same filter), without running them: what `--list` prints.
+std::vector<std::string> collectives_ids(const CollectivesRun& run,
+                                         const oar_device_properties_t& properties);
+
 // `oar-conform collectives-worker ...`: one rank (or, with --local, every
 // rank) of a run. Returns the process's exit code.
 int collectives_worker_main(int argc, char** argv);
