@@ -10,6 +10,7 @@
 
 #include "kernels/kernel.h"
 #include "kernels/loops.h"
+#include "kernels/vmath.h"
 
 namespace oar::cpu {
 namespace {
@@ -76,26 +77,38 @@ C wrapping(F f, C a, C b) {
   }
 }
 
+// e^x: in f32 (f16 and bf16 compute in f32) vmath.h's polynomial, which the
+// loops below vectorize (a libm call per element would stop them: there is
+// no vector expf in Debian's aarch64 glibc); f64 takes libm's.
+template <typename C>
+C exp_of(C x) {
+  if constexpr (std::is_same_v<C, float>) {
+    return exp_f32(x);
+  } else {
+    return std::exp(x);
+  }
+}
+
 template <Op op, typename C>
 C unary(C x) {
   constexpr C one = C(1);
   if constexpr (op == Op::kNeg) return wrapping([](auto a, auto) { return -a; }, x, x);
   if constexpr (op == Op::kAbs) return x < C(0) ? unary<Op::kNeg>(x) : x;
   if constexpr (op == Op::kRelu) return x < C(0) ? C(0) : x;  // NaN stays NaN
-  if constexpr (op == Op::kExp) return std::exp(x);
+  if constexpr (op == Op::kExp) return exp_of(x);
   if constexpr (op == Op::kLog) return std::log(x);
   if constexpr (op == Op::kSqrt) return std::sqrt(x);
   if constexpr (op == Op::kRsqrt) return one / std::sqrt(x);
   if constexpr (op == Op::kSin) return std::sin(x);
   if constexpr (op == Op::kCos) return std::cos(x);
   if constexpr (op == Op::kTanh) return std::tanh(x);
-  if constexpr (op == Op::kSigmoid) return one / (one + std::exp(-x));
+  if constexpr (op == Op::kSigmoid) return one / (one + exp_of(-x));
   if constexpr (op == Op::kGelu) return x * C(0.5) * (one + std::erf(x * C(0.7071067811865476)));
   if constexpr (op == Op::kGeluTanh) {
     constexpr C k = C(0.7978845608028654);  // sqrt(2 / pi)
     return C(0.5) * x * (one + std::tanh(k * (x + C(0.044715) * x * x * x)));
   }
-  if constexpr (op == Op::kSilu) return x / (one + std::exp(-x));
+  if constexpr (op == Op::kSilu) return x / (one + exp_of(-x));
   if constexpr (op == Op::kErf) return std::erf(x);
   if constexpr (op == Op::kFloor) return std::floor(x);
   if constexpr (op == Op::kCeil) return std::ceil(x);
