@@ -303,6 +303,47 @@ void layer_norm_body(const sdk::KernelCall& call) {
                            grid_for_rows(uint64_t(n / d)), args);
 }
 
+// matmul: cuBLAS when it is there and the batch is one stride per operand
+// (after merging), else OAR's kernel (a 16 x 16 tile of y per block).
+void matmul_body(const sdk::KernelCall& call) {
+  check_tensors(call);
+  const DLTensor& a = call.input(0);
+  const DLTensor& b = call.input(1);
+  const DLTensor& y = call.output(0);
+  sdk::require(a.ndim >= 2 && b.ndim >= 2 && y.ndim >= 2, OAR_STATUS_INVALID_ARGUMENT,
+               "matmul: a and b need rank >= 2");
+  const bool ta = call.attrs.get_bool("transpose_a"), tb = call.attrs.get_bool("transpose_b");
+  const int64_t m = a.shape[a.ndim - (ta ? 1 : 2)], k = a.shape[a.ndim - (ta ? 2 : 1)];
+  const int64_t kb = b.shape[b.ndim - (tb ? 1 : 2)], n = b.shape[b.ndim - (tb ? 2 : 1)];
+  sdk::require(k == kb && y.shape[y.ndim - 2] == m && y.shape[y.ndim - 1] == n,
+               OAR_STATUS_INVALID_ARGUMENT, "matmul: the shapes do not multiply");
+  if (numel(y) == 0) return;
+  // The batch dimensions of the three, broadcast to y's.
+  sdk::TensorView views[3] = {sdk::view_of(y), sdk::view_of(a), sdk::view_of(b)};
+  for (sdk::TensorView& v : views) v.ndim -= 2;
+  const Geo g = geo_of(views);
+  Gemm gemm;
+  gemm.dtype = y.dtype;
+  gemm.a = address(a), gemm.b = address(b), gemm.y = address(y);
+  gemm.transpose_a = ta, gemm.transpose_b = tb;
+  constexpr int64_t kInt = 0x7fffffff;
+  if (g.rank <= 1 && m <= kInt && n <= kInt && k <= kInt && g.numel <= kInt) {
+    gemm.m = int(m), gemm.n = int(n), gemm.k = int(k), gemm.batch = int(g.numel);
+    if (g.rank == 1) {
+      gemm.stride_y = g.strides[0][0], gemm.stride_a = g.strides[1][0];
+      gemm.stride_b = g.strides[2][0];
+    }
+    if (launcher_of(call).gemm(call.call, gemm)) return;
+  }
+  const int64_t tiles = g.numel * ((m + 15) / 16) * ((n + 15) / 16);
+  ArgPack args;
+  args.add(gemm.a).add(gemm.b).add(gemm.y).add(g).add(m).add(n).add(k);
+  args.add(ta ? int64_t(1) : k).add(ta ? m : int64_t(1));  // a's strides along m and k
+  args.add(tb ? int64_t(1) : n).add(tb ? k : int64_t(1));  // b's strides along k and n
+  launcher_of(call).launch(call.call, ("oar_matmul_" + tag(y.dtype)).c_str(),
+                           grid_for_rows(uint64_t(tiles)), args);
+}
+
 }  // namespace
 
 uint32_t grid_for_items(uint64_t items) {
@@ -340,6 +381,7 @@ void register_operators(const sdk::KernelRegistrar& registrar, sdk::KernelTable&
   add("softmax", softmax_body, kHalfFloats);
   add("log_softmax", softmax_body, kHalfFloats);
   add("layer_norm", layer_norm_body, kHalfFloats);
+  add("matmul", matmul_body, kHalfFloats);
 }
 
 }  // namespace oar::cuda

@@ -48,6 +48,17 @@ class ArgPack {
   size_t size_ = 0;
 };
 
+// One batched matmul for cuBLAS, row-major: y[i] (m x n) = op(a[i]) (m x k)
+// * op(b[i]) (k x n) for i < batch, the operands |stride_*| elements apart
+// (0: the same matrix for every i). All counts fit cuBLAS's int.
+struct Gemm {
+  DLDataType dtype{};
+  uint64_t a = 0, b = 0, y = 0;  // device addresses
+  bool transpose_a = false, transpose_b = false;
+  int m = 0, n = 0, k = 0, batch = 1;
+  int64_t stride_a = 0, stride_b = 0, stride_y = 0;
+};
+
 // What operators.cc needs from the plugin.
 class Launcher {
  public:
@@ -58,6 +69,9 @@ class Launcher {
   // Launches |kernel| with |grid| blocks of kBlock threads on the call's stream.
   virtual void launch(const oar_kernel_call_t& call, const char* kernel, uint32_t grid,
                       const ArgPack& args) = 0;
+  // Runs |gemm| through cuBLAS on the call's stream; false if there is no
+  // cuBLAS (the caller then launches OAR's own kernel). Throws on failure.
+  virtual bool gemm(const oar_kernel_call_t& call, const Gemm& gemm) = 0;
 };
 
 // Registers every operator the kernels implement; calls reach |launcher|.

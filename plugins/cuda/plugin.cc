@@ -31,6 +31,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "blas.h"
 #include "driver.h"
 #include "kernels_image.h"
 #include "oar/oar.h"
@@ -145,6 +146,7 @@ struct oar_device_s {
   CUcontext context = nullptr;
   CUmodule module = nullptr;
   std::map<std::string, CUfunction> functions;  // every kernel of the module
+  cublasHandle_t blas = nullptr;                // created at the first matmul through cuBLAS
   std::mutex mutex;
   std::unordered_set<oar_stream_s*> streams;
   std::unordered_set<oar_event_s*> events;
@@ -212,6 +214,50 @@ class CudaPlugin final : public Launcher {
             driver_.cuLaunchKernel(function->second, grid, 1, 1, kBlock, 1, 1, 0, stream->stream,
                                    nullptr, extra),
             "cuLaunchKernel");
+  }
+
+  // matmul through cuBLAS (blas.h): row-major y = a * b is column-major
+  // y^T = b^T * a^T, so b goes first; a transposed operand is cuBLAS's
+  // CUBLAS_OP_T with its stored row length as the leading dimension.
+  bool gemm(const oar_kernel_call_t& call, const Gemm& g) override {
+    if (!blas_.load()) {
+      if (!blas_warned_.exchange(true)) {
+        sdk::log(OAR_LOG_LEVEL_INFO, "cuda: " + blas_.why() + ": matmul runs OAR's own kernel");
+      }
+      return false;
+    }
+    oar_device_s* device = call.device;
+    oar_stream_s* stream = call.stream;
+    require_device(device);
+    sdk::require_not_null(stream, "stream");
+    raise_if_failed(stream);
+    current(device);
+    {
+      std::lock_guard<std::mutex> lock(device->mutex);
+      if (device->blas == nullptr) {
+        const cublasStatus_t status = blas_.create(&device->blas);
+        sdk::require(status == CUBLAS_STATUS_SUCCESS, OAR_STATUS_INTERNAL,
+                     "cuda: cublasCreate failed: cuBLAS status " + std::to_string(int(status)));
+      }
+    }
+    const cudaDataType type = g.dtype.bits == 32          ? CUDA_R_32F
+                              : g.dtype.code == kDLBfloat ? CUDA_R_16BF
+                                                          : CUDA_R_16F;
+    const float alpha = 1.0f, beta = 0.0f;
+    cublasStatus_t status = blas_.set_stream(device->blas, cudaStream_t(stream->stream));
+    if (status == CUBLAS_STATUS_SUCCESS) {
+      status = blas_.gemm(
+          device->blas, g.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+          g.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N, g.n, g.m, g.k, &alpha,
+          reinterpret_cast<const void*>(uintptr_t(g.b)), type, g.transpose_b ? g.k : g.n,
+          g.stride_b, reinterpret_cast<const void*>(uintptr_t(g.a)), type,
+          g.transpose_a ? g.m : g.k, g.stride_a, &beta, reinterpret_cast<void*>(uintptr_t(g.y)),
+          type, g.n, g.stride_y, g.batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    }
+    sdk::require(
+        status == CUBLAS_STATUS_SUCCESS, OAR_STATUS_INTERNAL,
+        "cuda: cublasGemmStridedBatchedEx failed: cuBLAS status " + std::to_string(int(status)));
+    return true;
   }
 
   // --- devices ------------------------------------------------------------------
@@ -808,12 +854,15 @@ class CudaPlugin final : public Launcher {
                    std::to_string(streams.size()) + " stream(s), " + std::to_string(events.size()) +
                    " event(s) and " + std::to_string(leaked) + " allocation(s) still open");
     }
+    if (usable && device->blas != nullptr) blas_.destroy(device->blas);
     if (usable && device->module != nullptr) driver_.cuModuleUnload(device->module);
     driver_.cuDevicePrimaryCtxRelease(device->device);
     delete device;
   }
 
   Driver driver_;  // first member: unloaded last
+  Blas blas_;      // loaded at the first matmul; unloaded before the driver
+  std::atomic<bool> blas_warned_{false};
   std::vector<DeviceInfo> devices_;
   std::mutex mutex_;
   std::unordered_set<oar_device_s*> open_;

@@ -413,6 +413,41 @@ __device__ inline void layer_norm_kernel(const T* x, const T* weight, const T* b
   }
 }
 
+// matmul: y[batch] (m x n, contiguous) = a[batch] (m x k) * b[batch] (k x n),
+// a's element (i, l) at a_sm * i + a_sk * l and b's (l, j) at b_sk * l +
+// b_sn * j (the transposes are strides); the batch Geo gives each operand's
+// batch offset (0: y, 1: a, 2: b). One 16 x 16 tile of y per block (256
+// threads), K in steps of 16 through shared memory; the sum accumulates in
+// Acc (f64 for f32 data, f32 for f16/bf16). Zero padding past m, n, k only
+// ever meets zero padding, so an inf in a never becomes 0 * inf = NaN.
+template <typename T, typename Acc>
+__device__ inline void matmul_kernel(const T* a, const T* b, T* y, const Geo& g, int64_t m,
+                                     int64_t n, int64_t k, int64_t a_sm, int64_t a_sk, int64_t b_sk,
+                                     int64_t b_sn) {
+  __shared__ float as[16][17];
+  __shared__ float bs[16][17];
+  const int tx = int(threadIdx.x % 16), ty = int(threadIdx.x / 16);
+  const int64_t tiles_m = (m + 15) / 16, tiles_n = (n + 15) / 16;
+  const int64_t per_batch = tiles_m * tiles_n;
+  OAR_FOR_EACH_BLOCK(tile, g.numel * per_batch) {
+    const int64_t batch = int64_t(tile) / per_batch, rest = int64_t(tile) % per_batch;
+    const int64_t row = (rest / tiles_n) * 16 + ty, col = (rest % tiles_n) * 16 + tx;
+    int64_t o[3];
+    geo_offsets(g, batch, 3, o);
+    Acc acc = Acc(0);
+    for (int64_t k0 = 0; k0 < k; k0 += 16) {
+      as[ty][tx] =
+          (row < m && k0 + tx < k) ? to_float(a[o[1] + row * a_sm + (k0 + tx) * a_sk]) : 0.0f;
+      bs[ty][tx] =
+          (k0 + ty < k && col < n) ? to_float(b[o[2] + (k0 + ty) * b_sk + col * b_sn]) : 0.0f;
+      __syncthreads();
+      for (int kk = 0; kk < 16; ++kk) acc += Acc(as[ty][kk]) * Acc(bs[kk][tx]);
+      __syncthreads();
+    }
+    if (row < m && col < n) y[o[0] + row * n + col] = from_float<T>(float(acc));
+  }
+}
+
 }  // namespace
 
 // clang-format off
@@ -465,6 +500,12 @@ __device__ inline void layer_norm_kernel(const T* x, const T* weight, const T* b
                                                   const type* b, type* y, int64_t rows,       \
                                                   int64_t d, float eps) {                     \
     layer_norm_kernel<type>(x, w, b, y, rows, d, eps); }
+
+#define OAR_MATMUL(tag, type, acc)                                                            \
+  extern "C" __global__ void oar_matmul_##tag(const type* a, const type* b, type* y, Geo g,   \
+                                              int64_t m, int64_t n, int64_t k, int64_t a_sm,  \
+                                              int64_t a_sk, int64_t b_sk, int64_t b_sn) {     \
+    matmul_kernel<type, acc>(a, b, y, g, m, n, k, a_sm, a_sk, b_sk, b_sn); }
 // clang-format on
 
 OAR_UNARY(neg, kNeg)
@@ -520,3 +561,7 @@ OAR_MOVES(32, uint32_t)
 OAR_MOVES(64, unsigned long long)
 
 OAR_FLOAT_TYPES(OAR_NN_ONE, unused)
+
+OAR_MATMUL(f32, float, double)
+OAR_MATMUL(f16, oar_f16_t, float)
+OAR_MATMUL(bf16, oar_bf16_t, float)

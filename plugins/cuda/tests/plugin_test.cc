@@ -69,7 +69,8 @@ Fake& fake() {
 
 const char* const kSwitches[] = {"OAR_CUDA_FAKE_INIT_ERROR",  "OAR_CUDA_FAKE_DEVICES",
                                  "OAR_CUDA_FAKE_CC",          "OAR_CUDA_FAKE_MEMORY",
-                                 "OAR_CUDA_FAKE_FAULT_AFTER", "OAR_CUDA_FAKE_FAULT_KERNEL"};
+                                 "OAR_CUDA_FAKE_FAULT_AFTER", "OAR_CUDA_FAKE_FAULT_KERNEL",
+                                 "OAR_CUDA_CUBLAS",           "OAR_CUDA_FAKE_CUBLAS_STATUS"};
 
 class CudaPluginTest : public ::testing::Test {
  protected:
@@ -541,6 +542,7 @@ class CudaOperatorTest : public CudaPluginTest {
   void SetUp() override {
     CudaPluginTest::SetUp();
     ASSERT_NE(fake().launch_count, nullptr);
+    setenv("OAR_CUDA_CUBLAS", OAR_CUDA_FAKE_CUBLAS_PATH, 1);
   }
   void start_and_register() {
     start();
@@ -625,10 +627,10 @@ TEST_F(CudaOperatorTest, RegistersTheOperatorsOfItsKernelsForTheirDtypesOnly) {
     EXPECT_EQ(signatures.count(expected), 1u) << expected;
   }
   // Nothing the kernels do not compute: integer arithmetic, f64 math, casts
-  // to or from integers, matmul (not yet), indexing (not yet).
+  // to or from integers, indexing (not yet).
   for (const char* absent : {"add:i32,i32->i32", "exp:f64->f64", "sum:i64->i64", "cast:i32->f32",
                              "cast:f32->i32", "lt:u8,u8->bool", "eq:bool,bool->bool",
-                             "matmul:f32,f32->f32", "index_select:f32,i64->f32"}) {
+                             "matmul:f64,f64->f64", "index_select:f32,i64->f32"}) {
     EXPECT_EQ(signatures.count(absent), 0u) << absent;
   }
   // copy is the one operator whose input may have any strides.
@@ -638,8 +640,8 @@ TEST_F(CudaOperatorTest, RegistersTheOperatorsOfItsKernelsForTheirDtypesOnly) {
   }
   // 17 unary and 7 binary operators x 3 float dtypes, 6 comparisons x 5,
   // where / copy / transpose / fill x 10 dtypes, 9 casts, 5 reductions x 3,
-  // softmax / log_softmax / layer_norm x 3.
-  EXPECT_EQ(defs_.size(), 175u);
+  // softmax / log_softmax / layer_norm / matmul x 3.
+  EXPECT_EQ(defs_.size(), 178u);
 }
 
 // Every registered signature, called once with small tensors, launches one
@@ -647,6 +649,7 @@ TEST_F(CudaOperatorTest, RegistersTheOperatorsOfItsKernelsForTheirDtypesOnly) {
 // found in the fatbin) with kBlock threads a block; the stream then
 // synchronizes cleanly.
 TEST_F(CudaOperatorTest, EveryRegisteredSignatureLaunchesAKernelOfTheImage) {
+  setenv("OAR_CUDA_CUBLAS", "none", 1);  // matmul: OAR's own kernel
   start_and_register();
   const std::set<std::string> image = ops_test::image_kernels();
   ASSERT_GT(image.size(), 100u);
@@ -659,11 +662,13 @@ TEST_F(CudaOperatorTest, EveryRegisteredSignatureLaunchesAKernelOfTheImage) {
     for (size_t i = 0; i < d.inputs; ++i) {
       std::vector<int64_t> shape = {2, 3};
       if (d.op == "layer_norm" && i > 0) shape = {3};
+      if (d.op == "matmul" && i > 0) shape = {3, 2};
       inputs.push_back(tensor(shape, d.dtypes[i]).t);
     }
     std::vector<int64_t> out_shape = {2, 3};
     const std::string op = d.op;
     if (op == "sum" || op == "mean" || op == "max" || op == "min" || op == "prod") out_shape = {};
+    if (op == "matmul") out_shape = {2, 2};
     if (op == "transpose") {
       out_shape = {3, 2};
       oar_attr_t a{};
@@ -961,6 +966,122 @@ TEST_F(CudaOperatorTest, BadCallsFailBeforeLaunchingAndFaultsFailTheStream) {
   EXPECT_EQ(call(*find("add:f32,f32->f32"), {a.t, a.t}, {y.t}), OAR_STATUS_ABORTED);
   EXPECT_EQ(ops_test::launches().size(), 1u);
   EXPECT_EQ(api()->device_close(other), OAR_STATUS_OK);
+}
+
+// matmul through the fake cuBLAS: row-major y = a * b as column-major
+// y^T = b^T * a^T (b first), leading dimensions the stored row lengths,
+// a broadcast batch operand with stride 0; no kernel launched.
+struct FakeCublas {
+  FakeCublas() {
+    void* library = dlopen(OAR_CUDA_FAKE_CUBLAS_PATH, RTLD_NOW | RTLD_LOCAL);
+    log = reinterpret_cast<const char* (*)()>(dlsym(library, "oar_cuda_fake_cublas_log"));
+    clear = reinterpret_cast<void (*)()>(dlsym(library, "oar_cuda_fake_cublas_clear"));
+  }
+  const char* (*log)() = nullptr;
+  void (*clear)() = nullptr;
+};
+FakeCublas& cublas() {
+  static FakeCublas f;
+  return f;
+}
+
+std::string pointer(const DLTensor& t) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%p",
+                reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(t.data) + t.byte_offset));
+  return text;
+}
+
+oar_attr_t bool_attr(const char* name, bool value) {
+  oar_attr_t a{};
+  a.name = name;
+  a.type = OAR_ATTR_TYPE_BOOL;
+  a.value.b = value;
+  return a;
+}
+
+TEST_F(CudaOperatorTest, MatmulCallsCublasWithTheRowMajorMapping) {
+  ASSERT_NE(cublas().log, nullptr);
+  cublas().clear();
+  start_and_register();
+  auto& a = tensor({2, 3, 4}, kF16, 2);
+  auto& b = tensor({4, 5}, kF16);
+  auto& y = tensor({2, 3, 5}, kF16);
+  ASSERT_EQ(call(*find("matmul:f16,f16->f16"), {a.t, b.t}, {y.t}), OAR_STATUS_OK) << last_error;
+  std::string log = cublas().log();
+  EXPECT_EQ(log.substr(0, log.find(" stream=")),
+            "create\ngemm NN m=5 n=3 k=4 A=" + pointer(b.t) + " lda=5 sA=0 B=" + pointer(a.t) +
+                " ldb=4 sB=12 C=" + pointer(y.t) +
+                " ldc=5 sC=15 batch=2 types=2,2,2 compute=68 alpha=1.000000 beta=0.000000");
+  EXPECT_EQ(log.find("stream=(nil)"), std::string::npos) << log;  // the call's stream
+  // Both transposed, bf16: a stored [K, M] = [4, 3], b stored [N, K] = [5, 4].
+  cublas().clear();
+  auto& at = tensor({4, 3}, kBF16);
+  auto& bt = tensor({5, 4}, kBF16);
+  auto& yt = tensor({3, 5}, kBF16);
+  ASSERT_EQ(call(*find("matmul:bf16,bf16->bf16"), {at.t, bt.t}, {yt.t},
+                 {bool_attr("transpose_a", true), bool_attr("transpose_b", true)}),
+            OAR_STATUS_OK)
+      << last_error;
+  log = cublas().log();
+  EXPECT_EQ(log.substr(0, log.find(" stream=")),
+            "gemm TT m=5 n=3 k=4 A=" + pointer(bt.t) + " lda=4 sA=0 B=" + pointer(at.t) +
+                " ldb=3 sB=0 C=" + pointer(yt.t) +
+                " ldc=5 sC=0 batch=1 types=14,14,14 compute=68 alpha=1.000000 beta=0.000000");
+  EXPECT_EQ(ops_test::launches().size(), 0u);
+  // Batch dimensions that do not merge into one stride: OAR's kernel.
+  cublas().clear();
+  auto& p = tensor({2, 1, 3, 4}, kF32);
+  auto& q = tensor({1, 2, 4, 5}, kF32);
+  auto& r = tensor({2, 2, 3, 5}, kF32);
+  ASSERT_EQ(call(*find("matmul:f32,f32->f32"), {p.t, q.t}, {r.t}), OAR_STATUS_OK) << last_error;
+  EXPECT_EQ(std::string(cublas().log()), "");
+  const auto l = ops_test::launches();
+  ASSERT_EQ(l.size(), 1u);
+  EXPECT_EQ(l[0].name, "oar_matmul_f32");
+  EXPECT_EQ(l[0].grid[0], 4u);                    // 4 batches x 1 x 1 tiles
+  EXPECT_EQ(l[0].at<int64_t>(24), 2);             // batch rank
+  EXPECT_EQ(l[0].at<int64_t>(24 + 80 + 64), 12);  // a's batch strides: 12, 0
+  EXPECT_EQ(l[0].at<int64_t>(24 + 80 + 72), 0);
+  EXPECT_EQ(l[0].at<int64_t>(24 + 80 + 128), 0);  // b's: 0, 20
+  EXPECT_EQ(l[0].at<int64_t>(24 + 80 + 136), 20);
+  // A failure of cuBLAS fails the call, naming it.
+  setenv("OAR_CUDA_FAKE_CUBLAS_STATUS", "13", 1);
+  EXPECT_EQ(call(*find("matmul:f16,f16->f16"), {a.t, b.t}, {y.t}), OAR_STATUS_INTERNAL);
+  EXPECT_NE(last_error.find("cublasGemmStridedBatchedEx failed: cuBLAS status 13"),
+            std::string::npos)
+      << last_error;
+  unsetenv("OAR_CUDA_FAKE_CUBLAS_STATUS");
+  // The handle goes with the device, before its context.
+  cublas().clear();
+  ASSERT_EQ(api()->device_close(device_), OAR_STATUS_OK) << last_error;
+  EXPECT_EQ(std::string(cublas().log()), "destroy\n");
+}
+
+TEST_F(CudaOperatorTest, MatmulWithoutCublasRunsOarsKernel) {
+  setenv("OAR_CUDA_CUBLAS", "/nonexistent/libcublas.so.13", 1);
+  start_and_register();
+  auto& a = tensor({4, 3}, kF16);  // transposed: M = 3, K = 4
+  auto& b = tensor({4, 37}, kF16);
+  auto& y = tensor({3, 37}, kF16);
+  ASSERT_EQ(call(*find("matmul:f16,f16->f16"), {a.t, b.t}, {y.t}, {bool_attr("transpose_a", true)}),
+            OAR_STATUS_OK)
+      << last_error;
+  EXPECT_NE(all_logs().find("cuda: cuBLAS not found (/nonexistent/libcublas.so.13"),
+            std::string::npos)
+      << all_logs();
+  const auto l = ops_test::launches();
+  ASSERT_EQ(l.size(), 1u);
+  EXPECT_EQ(l[0].name, "oar_matmul_f16");
+  EXPECT_EQ(l[0].grid[0], 3u);  // 1 x 3 tiles of 16 x 16
+  // (a, b, y, Geo, m, n, k, a_sm, a_sk, b_sk, b_sn)
+  ASSERT_EQ(l[0].params.size(), 24u + 336 + 7 * 8);
+  EXPECT_EQ(l[0].at<uint64_t>(0), address(a.t));
+  EXPECT_EQ(l[0].at<int64_t>(24), 0);  // no batch
+  EXPECT_EQ(l[0].at<int64_t>(32), 1);
+  const size_t at = 24 + 336;
+  const int64_t expected[7] = {3, 37, 4, 1, 3, 37, 1};
+  for (int i = 0; i < 7; ++i) EXPECT_EQ(l[0].at<int64_t>(at + 8 * size_t(i)), expected[i]) << i;
 }
 
 }  // namespace
