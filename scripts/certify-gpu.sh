@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Certifies OAR's GPU plugin on a machine with an NVIDIA GPU, its driver and the
 # CUDA toolkit: builds OAR with the cuda plugin (other GPU plugins off), runs
-# `oar list`, the cuda plugin's own tests and `oar-conform --plugin cuda`, and
-# writes everything under one report folder.
+# `oar list`, the cuda plugin's own tests, `oar-conform --plugin cuda` and
+# the issue-20 benchmarks (bench/cuda_bench.cc: OAR vs the driver API and
+# cuBLAS called directly, interleaved), and writes everything under one
+# report folder.
 #
 #   scripts/certify-gpu.sh [REPORT_DIR]     (default: ./oar-gpu-report)
 #   BUILD_DIR=...   the build folder (default build-gpu)
 #   JOBS=...        parallel build jobs (default: all cores)
+#   BENCH_REPETITIONS=N   repetitions of each benchmark (default 5; 0 skips them)
 #
 # Exit status: oar-conform's verdict (0 certified), or 2 if no GPU is seen.
 set -euo pipefail
@@ -18,13 +21,13 @@ JOBS="${JOBS:-$(nproc)}"
 command -v nvidia-smi >/dev/null && nvidia-smi > "$REPORT/nvidia-smi.txt" 2>&1 || true
 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DOAR_PLUGIN_CUDA=ON -DOAR_CUDA_ARCHITECTURES=all -DOAR_PLUGIN_OPENCL=OFF -DOAR_PLUGIN_VULKAN=OFF \
-  -DOAR_BUILD_BENCHMARKS=OFF | tee "$REPORT/configure.txt"
+  -DOAR_BUILD_BENCHMARKS=ON | tee "$REPORT/configure.txt"
 if grep -q "cuda plugin: skipped" "$REPORT/configure.txt"; then
   echo "certify-gpu: the cuda plugin was not configured (see $REPORT/configure.txt)" >&2
   exit 2
 fi
 ninja -C "$BUILD" -j "$JOBS" oar_cli oar_conform oar_plugin_cuda oar_cuda_plugin_test \
-  oar_cuda_fake_driver | tail -n 3
+  oar_cuda_fake_driver oar_cuda_fake_cublas oar_bench_cuda | tail -n 3
 
 export OAR_PLUGINS="$BUILD/share/oar/plugins.d/cuda.json"
 "$BUILD/bin/oar" list | tee "$REPORT/oar-list.txt"
@@ -40,6 +43,14 @@ set +e
   --expectations "$ROOT/plugins/cuda/conformance.json" --report "$REPORT/conformance" \
   2>&1 | tee "$REPORT/oar-conform.txt"
 verdict=${PIPESTATUS[0]}
+# The benchmarks: medians of interleaved runs and their ratios (the issue's
+# targets: EmptyOp ratio <= 1.10; Copy1GiB and Matmul8192 ratio >= 0.95).
+if [[ "${BENCH_REPETITIONS:-5}" != 0 ]]; then
+  uptime > "$REPORT/bench-uptime.txt"
+  "$BUILD/bin/oar_bench_cuda" --benchmark_repetitions="${BENCH_REPETITIONS:-5}" \
+    --benchmark_report_aggregates_only=true --benchmark_out="$REPORT/bench-cuda.json" \
+    --benchmark_out_format=json 2>&1 | tee "$REPORT/bench-cuda.txt"
+fi
 set -e
 echo "certify-gpu: oar-conform exit $verdict; reports in $REPORT"
 exit "$verdict"

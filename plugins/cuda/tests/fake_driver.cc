@@ -231,6 +231,14 @@ FAKE_EXPORT int oar_cuda_fake_live() {
 FAKE_EXPORT CUresult cuInit(unsigned int) {
   LOCK;
   State& s = state();
+  // As the driver: a second cuInit while a context is retained (a program
+  // using the driver beside the plugin, e.g. bench/cuda_bench.cc) changes
+  // nothing.
+  if (s.initialized) {
+    for (auto& ctx : s.contexts) {
+      if (ctx->refs > 0) return CUDA_SUCCESS;
+    }
+  }
   // A new plugin instance starts from scratch (objects a test leaked are
   // dropped with the old state, not freed).
   s.initialized = false;
