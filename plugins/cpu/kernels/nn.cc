@@ -246,22 +246,40 @@ void cross_entropy_kernel(KernelContext& context) {
 
 // --- layer_norm, rms_norm, batch_norm ----------------------------------------
 
-// The sums of x[0..n) and of its squares, x shifted by -|shift|, in f32 over
-// blocks of kExpBlock and in double across blocks.
-inline void shifted_sums_f32(const float* x, int64_t n, float shift, double& sum, double& squares) {
+// The sums of x[0..n) and of its squares, x shifted by -|shift|: each of
+// kSumLanes vector lanes sums at most kLaneTerms values in f32, then adds
+// them into double lanes (as exp_shifted_lanes_f32 in vmath.h).
+[[gnu::always_inline]] inline void shifted_sums_f32(const float* x, int64_t n, float shift,
+                                                    double& sum, double& squares) {
+  double total[kSumLanes] = {}, total_squares[kSumLanes] = {};
+  int64_t j = 0;
+  while (n - j >= kSumLanes) {
+    float part[kSumLanes] = {}, part_squares[kSumLanes] = {};
+    const int64_t end = j + std::min((n - j) / kSumLanes, kLaneTerms) * kSumLanes;
+    for (; j < end; j += kSumLanes) {
+#pragma omp simd
+      for (int64_t l = 0; l < kSumLanes; ++l) {
+        const float v = x[j + l] - shift;
+        part[l] += v;
+        part_squares[l] += v * v;
+      }
+    }
+#pragma omp simd
+    for (int64_t l = 0; l < kSumLanes; ++l) {
+      total[l] += double(part[l]);
+      total_squares[l] += double(part_squares[l]);
+    }
+  }
   sum = 0;
   squares = 0;
-  for (int64_t begin = 0; begin < n; begin += kExpBlock) {
-    const int64_t end = std::min(begin + kExpBlock, n);
-    float block = 0, block_squares = 0;
-#pragma omp simd reduction(+ : block, block_squares)
-    for (int64_t j = begin; j < end; ++j) {
-      const float v = x[j] - shift;
-      block += v;
-      block_squares += v * v;
-    }
-    sum += double(block);
-    squares += double(block_squares);
+  for (int64_t l = 0; l < kSumLanes; ++l) {
+    sum += total[l];
+    squares += total_squares[l];
+  }
+  for (; j < n; ++j) {
+    const double v = x[j] - shift;
+    sum += v;
+    squares += v * v;
   }
 }
 
