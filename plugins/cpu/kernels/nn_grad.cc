@@ -6,6 +6,7 @@
 #include <climits>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,218 @@
 
 namespace oar::cpu {
 namespace {
+
+// The f32 norm gradients' row loops are compiled for AVX-512, AVX2+FMA and
+// the baseline, the loader picking the widest the processor runs, as the
+// forward's in nn.cc: a result depends on the clone (FMA contraction), never
+// on the thread count.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__ELF__)
+#define OAR_CPU_NORM_GRAD_SIMD \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define OAR_CPU_NORM_GRAD_SIMD
+#endif
+
+// No contraction into FMA in the f32 norm gradients below: dx subtracts
+// mean(g w) from each g w, and where the row is constant (width one, say)
+// the two must cancel exactly; an FMA would subtract the rounded mean from
+// the unrounded product and leave its rounding error times 1 / sqrt(eps).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=off")
+#endif
+
+// Row sums in f32 over blocks of kSumBlock elements, in kSumLanes lanes
+// (element j of a block adds to lane j % kSumLanes: 16 terms a lane, the
+// precision of vmath.h's block sums), each block's lanes added to kSumLanes
+// double totals, and the totals added in a fixed tree at the end of the row.
+// Lanes rather than one accumulator: the adds do not wait on each other's
+// latency and no block ends in a horizontal sum; the order is the same
+// whatever the vector width.
+constexpr int64_t kSumLanes = 16;
+constexpr int64_t kSumBlock = 16 * kSumLanes;
+
+inline double lanes_total(const double* lane) {
+  double half[kSumLanes / 2];
+  for (int64_t l = 0; l < kSumLanes / 2; ++l) half[l] = lane[l] + lane[l + kSumLanes / 2];
+  for (int64_t l = 0; l < 4; ++l) half[l] += half[l + 4];
+  return (half[0] + half[2]) + (half[1] + half[3]);
+}
+
+// sums[k] (k < |count|) = the sum over j < n of term(j)[k], as above.
+template <int count, typename Term>
+inline __attribute__((always_inline)) void lane_sums(int64_t n, Term&& term,
+                                                     double (&sums)[count]) {
+  double total[count][kSumLanes] = {};
+  for (int64_t begin = 0; begin < n; begin += kSumBlock) {
+    const int64_t end = std::min(begin + kSumBlock, n);
+    float lane[count][kSumLanes] = {};
+    int64_t j = begin;
+    for (; j + kSumLanes <= end; j += kSumLanes) {
+      for (int64_t l = 0; l < kSumLanes; ++l) {
+        const std::array<float, count> t = term(j + l);
+        for (int k = 0; k < count; ++k) lane[k][l] += t[size_t(k)];
+      }
+    }
+    for (; j < end; ++j) {
+      const std::array<float, count> t = term(j);
+      for (int k = 0; k < count; ++k) lane[k][(j - begin) % kSumLanes] += t[size_t(k)];
+    }
+    for (int k = 0; k < count; ++k) {
+      for (int64_t l = 0; l < kSumLanes; ++l) total[k][l] += double(lane[k][l]);
+    }
+  }
+  for (int k = 0; k < count; ++k) sums[k] = lanes_total(total[k]);
+}
+
+// Per row of the f32 norm gradients: dx = inv (g w - mean_g) - xhat mean_gx
+// with xhat = (x - m0 - shift) inv and mean_gx = inv mean(g w xhat).
+struct NormGradRow {
+  float m0, shift, inv, mean_g, mean_gx;
+};
+
+// The statistics of one f32 row, as the forward's (nn.cc's norm_rows_f32):
+// the mean m0 in double from f32 sums, rounded to f32; then, in one pass, the
+// sums of c = x - m0, c^2, g = dy w and g c (|shift| = mean(c) is m0's
+// rounding, so the variance is mean(c^2) - shift^2 and sum(g (x - m)) is
+// sum(g c) - shift sum(g)). rms_norm: m0 and shift 0, mean_g 0.
+template <bool rms>
+inline __attribute__((always_inline)) NormGradRow norm_grad_row_stats(const float* gr,
+                                                                      const float* xr,
+                                                                      const float* w, int64_t d,
+                                                                      double eps) {
+  if constexpr (rms) {
+    double sums[2];  // x^2, g x
+    lane_sums<2>(
+        d,
+        [&](int64_t j) {
+          const float v = xr[j];
+          return std::array<float, 2>{v * v, gr[j] * w[j] * v};
+        },
+        sums);
+    const double s = 1 / std::sqrt(sums[0] / double(d) + eps);
+    return {0.0f, 0.0f, float(s), 0.0f, float(sums[1] * s * s / double(d))};
+  } else {
+    double sum[1];
+    lane_sums<1>(
+        d, [&](int64_t j) { return std::array<float, 1>{xr[j]}; }, sum);
+    const float m0 = float(sum[0] / double(d));
+    double sums[4];  // c, c^2, g, g c
+    lane_sums<4>(
+        d,
+        [&](int64_t j) {
+          const float c = xr[j] - m0, g = gr[j] * w[j];
+          return std::array<float, 4>{c, c * c, g, g * c};
+        },
+        sums);
+    const double rest = sums[0] / double(d);
+    const double s = 1 / std::sqrt(sums[1] / double(d) - rest * rest + eps);
+    return {m0, float(rest), float(s), float(sums[2] / double(d)),
+            float((sums[3] - rest * sums[2]) * s * s / double(d))};
+  }
+}
+
+// layer_norm_grad (rms_norm_grad with |rms|) of |rows| contiguous f32 rows of
+// |d|, in f32: each row's statistics, then dx, by pairs of rows, with the
+// pair's dy xhat and dy added to the f32 column sums |col_w| and |col_b|
+// (layer_norm only; a pair per read and write of the sums).
+template <bool rms>
+inline __attribute__((always_inline)) void norm_grad_rows_f32(const float* dy, const float* x,
+                                                              const float* w, float* dx,
+                                                              float* col_w, float* col_b,
+                                                              int64_t rows, int64_t d, double eps) {
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#endif
+  std::fill(col_w, col_w + d, 0.0f);
+  if constexpr (!rms) std::fill(col_b, col_b + d, 0.0f);
+  int64_t r = 0;
+  for (; r + 2 <= rows; r += 2) {
+    const float *x0 = x + r * d, *x1 = x0 + d, *g0 = dy + r * d, *g1 = g0 + d;
+    float *out0 = dx + r * d, *out1 = out0 + d;
+    const NormGradRow a = norm_grad_row_stats<rms>(g0, x0, w, d, eps);
+    const NormGradRow b = norm_grad_row_stats<rms>(g1, x1, w, d, eps);
+#pragma omp simd
+    for (int64_t j = 0; j < d; ++j) {
+      const float ga = g0[j], gb = g1[j];
+      const float xa = (x0[j] - a.m0 - a.shift) * a.inv, xb = (x1[j] - b.m0 - b.shift) * b.inv;
+      out0[j] = a.inv * (ga * w[j] - a.mean_g) - xa * a.mean_gx;
+      out1[j] = b.inv * (gb * w[j] - b.mean_g) - xb * b.mean_gx;
+      col_w[j] += ga * xa + gb * xb;
+      if constexpr (!rms) col_b[j] += ga + gb;
+    }
+  }
+  if (r < rows) {
+    const float *x0 = x + r * d, *g0 = dy + r * d;
+    float* out0 = dx + r * d;
+    const NormGradRow a = norm_grad_row_stats<rms>(g0, x0, w, d, eps);
+#pragma omp simd
+    for (int64_t j = 0; j < d; ++j) {
+      const float ga = g0[j], xa = (x0[j] - a.m0 - a.shift) * a.inv;
+      out0[j] = a.inv * (ga * w[j] - a.mean_g) - xa * a.mean_gx;
+      col_w[j] += ga * xa;
+      if constexpr (!rms) col_b[j] += ga;
+    }
+  }
+}
+
+OAR_CPU_NORM_GRAD_SIMD void layer_norm_grad_rows_f32(const float* dy, const float* x,
+                                                     const float* w, float* dx, float* col_w,
+                                                     float* col_b, int64_t rows, int64_t d,
+                                                     double eps) {
+  norm_grad_rows_f32<false>(dy, x, w, dx, col_w, col_b, rows, d, eps);
+}
+
+OAR_CPU_NORM_GRAD_SIMD void rms_norm_grad_rows_f32(const float* dy, const float* x, const float* w,
+                                                   float* dx, float* col_w, int64_t rows, int64_t d,
+                                                   double eps) {
+  norm_grad_rows_f32<true>(dy, x, w, dx, col_w, nullptr, rows, d, eps);
+}
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+
+// Rows per group: each group's dweight and dbias terms are summed in f32 (16
+// terms a column), the groups' sums in double, in group order. Groups are
+// fixed by the shape, so the result does not depend on the thread count.
+constexpr int64_t kColumnGroup = 16;
+
+// The f32 norm gradients: groups of rows in parallel (norm_grad_rows_f32),
+// then dweight and dbias from the groups' column sums.
+void norm_grad_f32(const float* dy, const float* x, const float* w, float* dx, float* dweight,
+                   float* dbias, int64_t rows, int64_t d, double eps, bool rms) {
+  const int64_t groups = (rows + kColumnGroup - 1) / kColumnGroup, sums = rms ? 1 : 2;
+  std::unique_ptr<float[]> columns(new float[size_t(groups * sums * d)]);
+#pragma omp parallel for if (rows * d > kParallelWork) schedule(static)
+  for (int64_t group = 0; group < groups; ++group) {
+    const int64_t first = group * kColumnGroup, count = std::min(kColumnGroup, rows - first);
+    float* col = columns.get() + group * sums * d;
+    if (rms) {
+      rms_norm_grad_rows_f32(dy + first * d, x + first * d, w, dx + first * d, col, count, d, eps);
+    } else {
+      layer_norm_grad_rows_f32(dy + first * d, x + first * d, w, dx + first * d, col, col + d,
+                               count, d, eps);
+    }
+  }
+  constexpr int64_t kChunk = 512;
+  const int64_t chunks = (d + kChunk - 1) / kChunk;
+#pragma omp parallel for if (groups * d > kParallelWork) schedule(static)
+  for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+    const int64_t begin = chunk * kChunk, count = std::min(kChunk, d - begin);
+    for (int64_t k = 0; k < sums; ++k) {
+      double total[kChunk] = {};
+      for (int64_t group = 0; group < groups; ++group) {
+        const float* col = columns.get() + (group * sums + k) * d + begin;
+#pragma omp simd
+        for (int64_t j = 0; j < count; ++j) total[j] += double(col[j]);
+      }
+      float* out = (k == 0 ? dweight : dbias) + begin;
+#pragma omp simd
+      for (int64_t j = 0; j < count; ++j) out[j] = float(total[j]);
+    }
+  }
+}
 
 // layer_norm_grad (|rms| false) and rms_norm_grad: one pass over the rows (as
 // many passes over a row as the forward: mean, variance, output) that gives dx and, per block of
@@ -24,6 +237,11 @@ template <typename T, bool rms>
 void norm_grad_run(View dy, View x, View weight, View dx, View dweight, View dbias, double eps) {
   const int64_t d = x.shape[x.ndim - 1];
   const int64_t rows = d == 0 ? 0 : x.numel() / d;
+  if constexpr (std::is_same_v<T, float>) {
+    norm_grad_f32(dy.ptr<T>(), x.ptr<T>(), weight.ptr<T>(), dx.ptr<T>(), dweight.ptr<T>(),
+                  rms ? nullptr : dbias.ptr<T>(), rows, d, eps, rms);
+    return;
+  }
   const int64_t blocks = std::min<int64_t>(rows, 32);
   const T* w = weight.ptr<T>();
   std::vector<double> partial_w(size_t(blocks * d), 0.0), partial_b(size_t(blocks * d), 0.0);
