@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -32,9 +33,12 @@
 #include <vector>
 
 #include "blas.h"
+#include "collectives.h"
 #include "driver.h"
 #include "kernels_image.h"
+#include "oar/dtype.hpp"
 #include "oar/oar.h"
+#include "oar/ops.hpp"
 #include "oar/sdk/allocation_table.hpp"
 #include "oar/sdk/kernel.hpp"
 #include "operators.h"
@@ -138,6 +142,14 @@ struct oar_event_s {
   bool timing = false;
   bool recorded = false;
   oar::cuda::Failure failure;  // of its stream's work before the record
+};
+
+// A member of an NCCL communicator on one device.
+struct oar_comm_s {
+  oar_device_s* device = nullptr;
+  ncclComm_t comm = nullptr;
+  int32_t nranks = 0, rank = 0;
+  bool aborted = false;  // ncclCommAbort freed it: comm_destroy only forgets it
 };
 
 struct oar_device_s {
@@ -258,6 +270,186 @@ class CudaPlugin final : public Launcher {
         status == CUBLAS_STATUS_SUCCESS, OAR_STATUS_INTERNAL,
         "cuda: cublasGemmStridedBatchedEx failed: cuBLAS status " + std::to_string(int(status)));
     return true;
+  }
+
+  // --- collectives (NCCL, collectives.h) ---------------------------------------------------
+
+  void comm_unique_id_size(size_t* out_size) {
+    require_nccl();
+    sdk::require_not_null(out_size, "out_size");
+    *out_size = sizeof(ncclUniqueId);
+  }
+
+  void comm_get_unique_id(void* out_id, size_t size) {
+    require_nccl();
+    sdk::require_not_null(out_id, "out_id");
+    sdk::require(size == sizeof(ncclUniqueId), OAR_STATUS_INVALID_ARGUMENT,
+                 "comm_get_unique_id: size must be comm_unique_id_size's");
+    ncclUniqueId id;
+    check_nccl(nccl_.ncclGetUniqueId(&id), "ncclGetUniqueId");
+    std::memcpy(out_id, &id, sizeof id);
+  }
+
+  void comm_create(oar_device_t device, int32_t nranks, int32_t rank, const void* id,
+                   size_t id_size, oar_comm_t* out_comm) {
+    require_nccl();
+    require_device(device);
+    sdk::require_not_null(id, "id");
+    sdk::require_not_null(out_comm, "out_comm");
+    sdk::require(nranks >= 1 && rank >= 0 && rank < nranks, OAR_STATUS_INVALID_ARGUMENT,
+                 "comm_create: rank " + std::to_string(rank) + " of " + std::to_string(nranks));
+    sdk::require(id_size == sizeof(ncclUniqueId), OAR_STATUS_INVALID_ARGUMENT,
+                 "comm_create: id_size must be comm_unique_id_size's");
+    ncclUniqueId unique;
+    std::memcpy(&unique, id, sizeof unique);
+    current(device);
+    auto comm = std::make_unique<oar_comm_s>();
+    comm->device = device;
+    comm->nranks = nranks;
+    comm->rank = rank;
+    check_nccl(nccl_.ncclCommInitRank(&comm->comm, nranks, unique, rank), "ncclCommInitRank");
+    *out_comm = comm.release();
+  }
+
+  void comm_destroy(oar_comm_t comm) {
+    if (comm == nullptr) return;
+    std::unique_ptr<oar_comm_s> owned(comm);
+    if (comm->aborted) return;
+    current(comm->device);
+    check_nccl(nccl_.ncclCommDestroy(comm->comm), "ncclCommDestroy");
+  }
+
+  void comm_abort(oar_comm_t comm) {
+    sdk::require_not_null(comm, "comm");
+    if (comm->aborted) return;
+    comm->aborted = true;
+    check_nccl(nccl_.ncclCommAbort(comm->comm), "ncclCommAbort");
+  }
+
+  void comm_all_reduce(oar_comm_t comm, oar_stream_t stream, oar_memory_t send,
+                       uint64_t send_offset, oar_memory_t recv, uint64_t recv_offset,
+                       uint64_t count, DLDataType dtype, int32_t op) {
+    const ncclDataType_t type = collective(comm, stream, dtype, true);
+    const ncclRedOp_t reduce = reduce_op(op);
+    const uint64_t bytes = count * (dtype.bits / 8);
+    allocations_.check_range(send, send_offset, bytes, "comm_all_reduce send");
+    allocations_.check_range(recv, recv_offset, bytes, "comm_all_reduce recv");
+    check_nccl(nccl_.ncclAllReduce(pointer(send, send_offset), pointer(recv, recv_offset), count,
+                                   type, reduce, comm->comm, stream->stream),
+               "ncclAllReduce");
+  }
+
+  void comm_broadcast(oar_comm_t comm, oar_stream_t stream, oar_memory_t send, uint64_t send_offset,
+                      oar_memory_t recv, uint64_t recv_offset, uint64_t count, DLDataType dtype,
+                      int32_t root) {
+    const ncclDataType_t type = collective(comm, stream, dtype, false);
+    require_rank(comm, root, "root");
+    const uint64_t bytes = count * (dtype.bits / 8);
+    if (comm->rank == root) allocations_.check_range(send, send_offset, bytes, "broadcast send");
+    allocations_.check_range(recv, recv_offset, bytes, "comm_broadcast recv");
+    check_nccl(nccl_.ncclBroadcast(comm->rank == root ? pointer(send, send_offset) : nullptr,
+                                   pointer(recv, recv_offset), count, type, root, comm->comm,
+                                   stream->stream),
+               "ncclBroadcast");
+  }
+
+  void comm_reduce(oar_comm_t comm, oar_stream_t stream, oar_memory_t send, uint64_t send_offset,
+                   oar_memory_t recv, uint64_t recv_offset, uint64_t count, DLDataType dtype,
+                   int32_t op, int32_t root) {
+    const ncclDataType_t type = collective(comm, stream, dtype, true);
+    const ncclRedOp_t reduce = reduce_op(op);
+    require_rank(comm, root, "root");
+    const uint64_t bytes = count * (dtype.bits / 8);
+    allocations_.check_range(send, send_offset, bytes, "comm_reduce send");
+    if (comm->rank == root) allocations_.check_range(recv, recv_offset, bytes, "reduce recv");
+    check_nccl(nccl_.ncclReduce(pointer(send, send_offset),
+                                comm->rank == root ? pointer(recv, recv_offset) : nullptr, count,
+                                type, reduce, root, comm->comm, stream->stream),
+               "ncclReduce");
+  }
+
+  void comm_all_gather(oar_comm_t comm, oar_stream_t stream, oar_memory_t send,
+                       uint64_t send_offset, oar_memory_t recv, uint64_t recv_offset,
+                       uint64_t count, DLDataType dtype) {
+    const ncclDataType_t type = collective(comm, stream, dtype, false);
+    const uint64_t bytes = count * (dtype.bits / 8);
+    allocations_.check_range(send, send_offset, bytes, "comm_all_gather send");
+    allocations_.check_range(recv, recv_offset, bytes * uint64_t(comm->nranks),
+                             "comm_all_gather recv");
+    check_nccl(nccl_.ncclAllGather(pointer(send, send_offset), pointer(recv, recv_offset), count,
+                                   type, comm->comm, stream->stream),
+               "ncclAllGather");
+  }
+
+  void comm_reduce_scatter(oar_comm_t comm, oar_stream_t stream, oar_memory_t send,
+                           uint64_t send_offset, oar_memory_t recv, uint64_t recv_offset,
+                           uint64_t count, DLDataType dtype, int32_t op) {
+    const ncclDataType_t type = collective(comm, stream, dtype, true);
+    const ncclRedOp_t reduce = reduce_op(op);
+    const uint64_t bytes = count * (dtype.bits / 8);
+    allocations_.check_range(send, send_offset, bytes * uint64_t(comm->nranks),
+                             "comm_reduce_scatter send");
+    allocations_.check_range(recv, recv_offset, bytes, "comm_reduce_scatter recv");
+    check_nccl(nccl_.ncclReduceScatter(pointer(send, send_offset), pointer(recv, recv_offset),
+                                       count, type, reduce, comm->comm, stream->stream),
+               "ncclReduceScatter");
+  }
+
+  // Block i of |send| to rank i, rank i's block into block i of |recv|: one
+  // NCCL group of nranks sends and receives.
+  void comm_all_to_all(oar_comm_t comm, oar_stream_t stream, oar_memory_t send,
+                       uint64_t send_offset, oar_memory_t recv, uint64_t recv_offset,
+                       uint64_t count, DLDataType dtype) {
+    const ncclDataType_t type = collective(comm, stream, dtype, false);
+    const uint64_t bytes = count * (dtype.bits / 8);
+    allocations_.check_range(send, send_offset, bytes * uint64_t(comm->nranks),
+                             "comm_all_to_all send");
+    allocations_.check_range(recv, recv_offset, bytes * uint64_t(comm->nranks),
+                             "comm_all_to_all recv");
+    check_nccl(nccl_.ncclGroupStart(), "ncclGroupStart");
+    ncclResult_t result = ncclSuccess;
+    for (int32_t peer = 0; peer < comm->nranks && result == ncclSuccess; ++peer) {
+      const uint64_t at = uint64_t(peer) * bytes;
+      result = nccl_.ncclSend(pointer(send, send_offset + at), count, type, peer, comm->comm,
+                              stream->stream);
+      if (result == ncclSuccess) {
+        result = nccl_.ncclRecv(pointer(recv, recv_offset + at), count, type, peer, comm->comm,
+                                stream->stream);
+      }
+    }
+    const ncclResult_t ended = nccl_.ncclGroupEnd();
+    check_nccl(result, "ncclSend/ncclRecv");
+    check_nccl(ended, "ncclGroupEnd");
+  }
+
+  void comm_send(oar_comm_t comm, oar_stream_t stream, oar_memory_t send, uint64_t send_offset,
+                 uint64_t count, DLDataType dtype, int32_t peer) {
+    const ncclDataType_t type = collective(comm, stream, dtype, false);
+    require_rank(comm, peer, "peer");
+    allocations_.check_range(send, send_offset, count * (dtype.bits / 8), "comm_send");
+    check_nccl(
+        nccl_.ncclSend(pointer(send, send_offset), count, type, peer, comm->comm, stream->stream),
+        "ncclSend");
+  }
+
+  void comm_recv(oar_comm_t comm, oar_stream_t stream, oar_memory_t recv, uint64_t recv_offset,
+                 uint64_t count, DLDataType dtype, int32_t peer) {
+    const ncclDataType_t type = collective(comm, stream, dtype, false);
+    require_rank(comm, peer, "peer");
+    allocations_.check_range(recv, recv_offset, count * (dtype.bits / 8), "comm_recv");
+    check_nccl(
+        nccl_.ncclRecv(pointer(recv, recv_offset), count, type, peer, comm->comm, stream->stream),
+        "ncclRecv");
+  }
+
+  void comm_group_begin() {
+    require_nccl();
+    check_nccl(nccl_.ncclGroupStart(), "ncclGroupStart");
+  }
+
+  void comm_group_end() {
+    require_nccl();
+    check_nccl(nccl_.ncclGroupEnd(), "ncclGroupEnd");
   }
 
   // --- devices ------------------------------------------------------------------
@@ -638,6 +830,91 @@ class CudaPlugin final : public Launcher {
   }
 
  private:
+  void require_nccl() const {
+    sdk::require(nccl_.available(), OAR_STATUS_UNIMPLEMENTED,
+                 "cuda: no collectives: " + nccl_.why());
+  }
+
+  void check_nccl(ncclResult_t result, const char* call) const {
+    if (result == ncclSuccess) return;
+    oar_status_t code = OAR_STATUS_INTERNAL;
+    if (result == ncclInvalidArgument || result == ncclInvalidUsage) {
+      code = OAR_STATUS_INVALID_ARGUMENT;
+    } else if (result == ncclSystemError || result == ncclRemoteError) {
+      code = OAR_STATUS_UNAVAILABLE;
+    }
+    throw sdk::Error(code,
+                     std::string("cuda: ") + call + " failed: " + nccl_.ncclGetErrorString(result));
+  }
+
+  static void require_rank(oar_comm_t comm, int32_t rank, const char* what) {
+    sdk::require(rank >= 0 && rank < comm->nranks, OAR_STATUS_INVALID_ARGUMENT,
+                 std::string("cuda: ") + what + " " + std::to_string(rank) + " is not a rank of " +
+                     std::to_string(comm->nranks));
+  }
+
+  static void* pointer(oar_memory_t memory, uint64_t offset) {
+    return reinterpret_cast<char*>(memory) + offset;
+  }
+
+  // Checks a collective call and returns NCCL's type for |dtype|; bool
+  // only moves (|reduces| false). i16 has no NCCL type.
+  ncclDataType_t collective(oar_comm_t comm, oar_stream_t stream, DLDataType dtype, bool reduces) {
+    require_nccl();
+    sdk::require_not_null(comm, "comm");
+    sdk::require_not_null(stream, "stream");
+    sdk::require(!comm->aborted, OAR_STATUS_ABORTED, "cuda: the communicator was aborted");
+    sdk::require(stream->device == comm->device, OAR_STATUS_INVALID_ARGUMENT,
+                 "cuda: the stream belongs to another device than the communicator");
+    raise_if_failed(stream);
+    current(stream->device);
+    const uint32_t bit = ops::dtype_bit(dtype);
+    switch (bit) {
+      case ops::kF16:
+        return ncclFloat16;
+      case ops::kBF16:
+        return ncclBfloat16;
+      case ops::kF32:
+        return ncclFloat32;
+      case ops::kF64:
+        return ncclFloat64;
+      case ops::kI32:
+        return ncclInt32;
+      case ops::kI64:
+        return ncclInt64;
+      case ops::kI8:
+        return ncclInt8;
+      case ops::kU8:
+        return ncclUint8;
+      case ops::kBool:
+        if (!reduces) return ncclUint8;
+        break;
+      default:
+        break;
+    }
+    throw sdk::Error(OAR_STATUS_INVALID_ARGUMENT,
+                     "cuda: NCCL has no " + std::string(reduces ? "reduction" : "transfer") +
+                         " of " + dtype_name(dtype));
+  }
+
+  static ncclRedOp_t reduce_op(int32_t op) {
+    switch (op) {
+      case OAR_REDUCE_OP_SUM:
+        return ncclSum;
+      case OAR_REDUCE_OP_PROD:
+        return ncclProd;
+      case OAR_REDUCE_OP_MAX:
+        return ncclMax;
+      case OAR_REDUCE_OP_MIN:
+        return ncclMin;
+      case OAR_REDUCE_OP_AVG:
+        return ncclAvg;
+      default:
+        throw sdk::Error(OAR_STATUS_INVALID_ARGUMENT,
+                         "cuda: reduce op " + std::to_string(op) + " is not one of OAR's");
+    }
+  }
+
   struct DeviceInfo {
     CUdevice device = 0;
     oar_device_properties_t properties{};
@@ -713,6 +990,7 @@ class CudaPlugin final : public Launcher {
                OAR_DTYPE_SUPPORT_INT8_DOT;
     p.features = OAR_DEVICE_FEATURE_TIMING_EVENTS | OAR_DEVICE_FEATURE_ASYNC_COPIES |
                  OAR_DEVICE_FEATURE_HOST_CALLBACKS;
+    if (nccl_.available()) p.features |= OAR_DEVICE_FEATURE_COLLECTIVES;
     p.compute_units = uint32_t(units);
     return "";
   }
@@ -862,6 +1140,7 @@ class CudaPlugin final : public Launcher {
 
   Driver driver_;  // first member: unloaded last
   Blas blas_;      // loaded at the first matmul; unloaded before the driver
+  Nccl nccl_;      // loaded with the plugin (dlopen only); decides COLLECTIVES
   std::atomic<bool> blas_warned_{false};
   std::vector<DeviceInfo> devices_;
   std::mutex mutex_;

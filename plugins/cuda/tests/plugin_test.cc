@@ -67,10 +67,11 @@ Fake& fake() {
   return f;
 }
 
-const char* const kSwitches[] = {"OAR_CUDA_FAKE_INIT_ERROR",  "OAR_CUDA_FAKE_DEVICES",
-                                 "OAR_CUDA_FAKE_CC",          "OAR_CUDA_FAKE_MEMORY",
-                                 "OAR_CUDA_FAKE_FAULT_AFTER", "OAR_CUDA_FAKE_FAULT_KERNEL",
-                                 "OAR_CUDA_CUBLAS",           "OAR_CUDA_FAKE_CUBLAS_STATUS"};
+const char* const kSwitches[] = {
+    "OAR_CUDA_FAKE_INIT_ERROR", "OAR_CUDA_FAKE_DEVICES",       "OAR_CUDA_FAKE_CC",
+    "OAR_CUDA_FAKE_MEMORY",     "OAR_CUDA_FAKE_FAULT_AFTER",   "OAR_CUDA_FAKE_FAULT_KERNEL",
+    "OAR_CUDA_CUBLAS",          "OAR_CUDA_FAKE_CUBLAS_STATUS", "OAR_CUDA_NCCL",
+    "OAR_CUDA_FAKE_NCCL_RESULT"};
 
 class CudaPluginTest : public ::testing::Test {
  protected:
@@ -79,6 +80,7 @@ class CudaPluginTest : public ::testing::Test {
     ASSERT_NE(fake().log, nullptr);
     for (const char* name : kSwitches) unsetenv(name);
     setenv("OAR_CUDA_DRIVER", OAR_CUDA_FAKE_DRIVER_PATH, 1);
+    setenv("OAR_CUDA_NCCL", OAR_CUDA_FAKE_NCCL_PATH, 1);
     logs.clear();
   }
   void TearDown() override {
@@ -1082,6 +1084,113 @@ TEST_F(CudaOperatorTest, MatmulWithoutCublasRunsOarsKernel) {
   const size_t at = 24 + 336;
   const int64_t expected[7] = {3, 37, 4, 1, 3, 37, 1};
   for (int i = 0; i < 7; ++i) EXPECT_EQ(l[0].at<int64_t>(at + 8 * size_t(i)), expected[i]) << i;
+}
+
+// --- collectives through the fake NCCL ---------------------------------------------
+
+struct FakeNccl {
+  FakeNccl() {
+    void* library = dlopen(OAR_CUDA_FAKE_NCCL_PATH, RTLD_NOW | RTLD_LOCAL);
+    log = reinterpret_cast<const char* (*)()>(dlsym(library, "oar_cuda_fake_nccl_log"));
+    clear = reinterpret_cast<void (*)()>(dlsym(library, "oar_cuda_fake_nccl_clear"));
+  }
+  const char* (*log)() = nullptr;
+  void (*clear)() = nullptr;
+};
+FakeNccl& nccl() {
+  static FakeNccl f;
+  return f;
+}
+
+std::string at(oar_memory_t m, uint64_t offset) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%p", static_cast<void*>(reinterpret_cast<char*>(m) + offset));
+  return text;
+}
+
+TEST_F(CudaPluginTest, CollectivesAreListedOnlyWithNccl) {
+  setenv("OAR_CUDA_NCCL", "none", 1);
+  start();
+  oar_device_properties_t p{};
+  p.struct_size = OAR_DEVICE_PROPERTIES_STRUCT_SIZE;
+  ASSERT_EQ(api()->device_properties(0, &p), OAR_STATUS_OK) << last_error;
+  EXPECT_EQ(p.features & OAR_DEVICE_FEATURE_COLLECTIVES, 0u);
+  size_t size = 0;
+  EXPECT_EQ(api()->comm_unique_id_size(&size), OAR_STATUS_UNIMPLEMENTED);
+  EXPECT_NE(last_error.find("OAR_CUDA_NCCL=none"), std::string::npos) << last_error;
+  finalize();
+  setenv("OAR_CUDA_NCCL", OAR_CUDA_FAKE_NCCL_PATH, 1);
+  start();
+  ASSERT_EQ(api()->device_properties(0, &p), OAR_STATUS_OK) << last_error;
+  EXPECT_NE(p.features & OAR_DEVICE_FEATURE_COLLECTIVES, 0u);
+}
+
+// Each slot becomes its NCCL call on the stream, with the buffers' offsets,
+// NCCL's dtype and op; all_to_all is one group of sends and receives.
+TEST_F(CudaPluginTest, CollectiveSlotsMapOntoNccl) {
+  ASSERT_NE(nccl().log, nullptr);
+  nccl().clear();
+  start();
+  oar_device_t device = open();
+  oar_stream_t s = stream(device);
+  size_t size = 0;
+  ASSERT_EQ(api()->comm_unique_id_size(&size), OAR_STATUS_OK);
+  ASSERT_EQ(size, 128u);
+  std::vector<char> id(size);
+  ASSERT_EQ(api()->comm_get_unique_id(id.data(), size), OAR_STATUS_OK) << last_error;
+  oar_comm_t comm = nullptr;
+  EXPECT_EQ(api()->comm_create(device, 2, 2, id.data(), size, &comm), OAR_STATUS_INVALID_ARGUMENT);
+  ASSERT_EQ(api()->comm_create(device, 2, 1, id.data(), size, &comm), OAR_STATUS_OK) << last_error;
+  oar_memory_t a = allocate(device, 256), b = allocate(device, 256);
+  const DLDataType f16{kDLFloat, 16, 1}, i16{kDLInt, 16, 1}, boolean{OAR_DTYPE_CODE_BOOL, 8, 1};
+  nccl().clear();
+  ASSERT_EQ(api()->comm_all_reduce(comm, s, a, 8, b, 16, 10, f16, OAR_REDUCE_OP_AVG), OAR_STATUS_OK)
+      << last_error;
+  ASSERT_EQ(api()->comm_broadcast(comm, s, a, 0, b, 0, 4, boolean, 0), OAR_STATUS_OK) << last_error;
+  ASSERT_EQ(api()->comm_reduce(comm, s, a, 0, b, 0, 4, f16, OAR_REDUCE_OP_MAX, 1), OAR_STATUS_OK)
+      << last_error;
+  ASSERT_EQ(api()->comm_all_gather(comm, s, a, 0, b, 0, 64, f16), OAR_STATUS_OK) << last_error;
+  ASSERT_EQ(api()->comm_all_to_all(comm, s, a, 0, b, 0, 32, f16), OAR_STATUS_OK) << last_error;
+  EXPECT_EQ(std::string(nccl().log()),
+            "AllReduce send=" + at(a, 8) + " recv=" + at(b, 16) +
+                " count=10 type=6 stream=set op=4\n"
+                "Broadcast send=(nil) recv=" +
+                at(b, 0) +
+                " count=4 type=1 stream=set root=0\n"  // rank 1 sends nothing
+                "Reduce send=" +
+                at(a, 0) + " recv=" + at(b, 0) +
+                " count=4 type=6 stream=set op=2 root=1\n"
+                "AllGather send=" +
+                at(a, 0) + " recv=" + at(b, 0) +
+                " count=64 type=6 stream=set\n"
+                "GroupStart\nSend buf=" +
+                at(a, 0) + " count=32 type=6 stream=set peer=0\nRecv buf=" + at(b, 0) +
+                " count=32 type=6 stream=set peer=0\nSend buf=" + at(a, 64) +
+                " count=32 type=6 stream=set peer=1\nRecv buf=" + at(b, 64) +
+                " count=32 type=6 stream=set peer=1\nGroupEnd\n");
+  // Refused before NCCL sees them: a dtype NCCL lacks, a reduction of bool,
+  // a gather past the receive buffer (2 ranks x 65 f16 > 256 bytes), a bad root.
+  nccl().clear();
+  EXPECT_EQ(api()->comm_all_reduce(comm, s, a, 0, b, 0, 4, i16, OAR_REDUCE_OP_SUM),
+            OAR_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(api()->comm_all_reduce(comm, s, a, 0, b, 0, 4, boolean, OAR_REDUCE_OP_SUM),
+            OAR_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(api()->comm_all_gather(comm, s, a, 0, b, 0, 65, f16), OAR_STATUS_OUT_OF_RANGE);
+  EXPECT_EQ(api()->comm_broadcast(comm, s, a, 0, b, 0, 4, f16, 2), OAR_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(api()->comm_all_reduce(comm, s, a, 0, b, 0, 4, f16, 9), OAR_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(std::string(nccl().log()), "");
+  // NCCL's failures keep their meaning.
+  setenv("OAR_CUDA_FAKE_NCCL_RESULT", "6", 1);  // ncclRemoteError
+  EXPECT_EQ(api()->comm_send(comm, s, a, 0, 4, f16, 0), OAR_STATUS_UNAVAILABLE);
+  EXPECT_NE(last_error.find("ncclSend failed: fake NCCL error 6"), std::string::npos) << last_error;
+  unsetenv("OAR_CUDA_FAKE_NCCL_RESULT");
+  // Abort, then destroy: NCCL's abort frees the communicator, so destroy only forgets it.
+  nccl().clear();
+  ASSERT_EQ(api()->comm_abort(comm), OAR_STATUS_OK);
+  EXPECT_EQ(api()->comm_recv(comm, s, b, 0, 4, f16, 0), OAR_STATUS_ABORTED);
+  ASSERT_EQ(api()->comm_destroy(comm), OAR_STATUS_OK);
+  EXPECT_EQ(std::string(nccl().log()), "CommAbort\n");
+  EXPECT_EQ(api()->device_close(device), OAR_STATUS_OK);
 }
 
 }  // namespace
