@@ -130,7 +130,9 @@ void enqueue(KernelContext& context, KernelSlot& kernel, std::initializer_list<A
 size_t round_up(int64_t value, int64_t step) { return size_t((value + step - 1) / step * step); }
 
 // y = a b through panels in scratch memory (gemm.cl, "The packed path").
-void packed_matmul(KernelContext& context, const Tiles& t, size_t slot, const char* source,
+// False, with nothing enqueued, where the panels would be over 1 GiB or the
+// scratch memory cannot be had: the tiled kernel needs none.
+bool packed_matmul(KernelContext& context, const Tiles& t, size_t slot, const char* source,
                    const Matmul& p, cl_mem a, cl_mem b, cl_mem y) {
   static const KernelRef pack_a("gemm_pack_a"), pack_b("gemm_pack_b"), product("gemm_packed");
   const char* tag = dtype_tag(context.outputs[0].dtype);
@@ -138,13 +140,14 @@ void packed_matmul(KernelContext& context, const Tiles& t, size_t slot, const ch
   const int64_t blocks = (p.m + t.tm - 1) / t.tm, panels = (p.n + tn - 1) / tn;
   const uint64_t a_bytes = uint64_t(blocks * t.tm * p.k) * sizeof(float);
   const uint64_t b_bytes = uint64_t(panels * tn * p.k) * sizeof(float);
-  oar::sdk::require(context.call->scratch_allocate != nullptr, OAR_STATUS_INTERNAL,
-                    "the kernel call has no scratch allocator");
+  if (context.call->scratch_allocate == nullptr || a_bytes + b_bytes > (uint64_t(1) << 30)) {
+    return false;
+  }
   oar_memory_t memory = nullptr;
   uint64_t offset = 0;
   oar_status_t status = context.call->scratch_allocate(context.call->scratch_context,
                                                        a_bytes + b_bytes + 128, &memory, &offset);
-  oar::sdk::require(status == OAR_STATUS_OK, status, "matmul: scratch_allocate failed");
+  if (status != OAR_STATUS_OK) return false;
   // The panels in the scratch allocation, 64-byte aligned (vector loads).
   cl_mem scratch = reinterpret_cast<cl_mem>(memory);
   PhysicalDevice& device = context.device();
@@ -188,6 +191,7 @@ void packed_matmul(KernelContext& context, const Tiles& t, size_t slot, const ch
            {sizeof(cl_long), &p.n},
            {sizeof(cl_long), &p.k}},
           2, global, local);
+  return true;
 }
 
 const Tiles& tiles_of(const PhysicalDevice& device) {
@@ -242,8 +246,9 @@ void matmul_body(KernelContext& context) {
   size_t slot = size_t(Source::kGemm) * 16 + size_t(__builtin_ctz(bit));
   KernelSlot& kernel =
       device.programs->kernel(slot, gemm.id, "gemm", source_for(t), dtype_tag(y.dtype), "gemm");
-  if (bit == ops::kF32 && batch == 1 && packed_path(device, p)) {
-    return packed_matmul(context, t, slot, source_for(t), p, a.memory, b.memory, y.memory);
+  if (bit == ops::kF32 && batch == 1 && packed_path(device, p) &&
+      packed_matmul(context, t, slot, source_for(t), p, a.memory, b.memory, y.memory)) {
+    return;
   }
   size_t global[3] = {size_t((p.n + t.cols() - 1) / t.cols()) * size_t(t.lx),
                       size_t((p.m + t.rows() - 1) / t.rows()) * size_t(t.ly), size_t(batch)};
