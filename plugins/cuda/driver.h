@@ -28,7 +28,8 @@ namespace oar::cuda {
   X(cuStreamWaitEvent) X(cuLaunchHostFunc)                                                     \
   X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventQuery) X(cuEventSynchronize)    \
   X(cuEventElapsedTime)                                                                        \
-  X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuLaunchKernel)
+  X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuLaunchKernel)               \
+  X(cuDeviceCanAccessPeer) X(cuCtxEnablePeerAccess) X(cuMemcpyPeerAsync)
 // clang-format on
 
 class Driver {

@@ -28,6 +28,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -817,6 +818,36 @@ class CudaPlugin final : public Launcher {
     enqueue(stream, driver_.cuMemcpyAsync(to, from, size_t(size), stream->stream), "cuMemcpyAsync");
   }
 
+  // A copy from another device of the plugin (cuMemcpyPeerAsync): directly
+  // where the driver says the two GPUs reach each other (peer access is
+  // enabled once per pair, in the destination's context), else staged by
+  // the driver.
+  void memory_copy_peer(oar_stream_t stream, oar_memory_t dst, uint64_t dst_offset,
+                        oar_device_t src_device, oar_memory_t src, uint64_t src_offset,
+                        uint64_t size) {
+    sdk::require_not_null(stream, "stream");
+    require_device(src_device);
+    sdk::AllocationTable::Allocation from, to;
+    sdk::require(allocations_.find(src, &from) && from.device == src_device,
+                 OAR_STATUS_INVALID_ARGUMENT,
+                 "memory_copy_peer: the source is not memory of src_device");
+    sdk::require(allocations_.find(dst, &to) && to.device == stream->device,
+                 OAR_STATUS_INVALID_ARGUMENT,
+                 "memory_copy_peer: the destination is not memory of the stream's device");
+    allocations_.check_range(dst, dst_offset, size, "memory_copy_peer destination");
+    allocations_.check_range(src, src_offset, size, "memory_copy_peer source");
+    if (size == 0) return;
+    raise_if_failed(stream);
+    oar_device_s* device = stream->device;
+    current(device);
+    if (src_device->device != device->device) enable_peer(device, src_device);
+    enqueue(stream,
+            driver_.cuMemcpyPeerAsync(address(dst, dst_offset), device->context,
+                                      address(src, src_offset), src_device->context, size_t(size),
+                                      stream->stream),
+            "cuMemcpyPeerAsync");
+  }
+
   void memory_fill(oar_stream_t stream, oar_memory_t dst, uint64_t dst_offset, uint8_t value,
                    uint64_t size) {
     sdk::require_not_null(stream, "stream");
@@ -830,6 +861,24 @@ class CudaPlugin final : public Launcher {
   }
 
  private:
+  // Lets |device|'s context read |peer|'s memory directly, once per pair,
+  // where the driver says it can (|device|'s context is current).
+  void enable_peer(oar_device_s* device, oar_device_s* peer) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!peers_.insert({device->device, peer->device}).second) return;
+    int can = 0;
+    if (driver_.cuDeviceCanAccessPeer(&can, device->device, peer->device) != CUDA_SUCCESS || !can) {
+      return;  // cuMemcpyPeerAsync stages through the host
+    }
+    const CUresult result = driver_.cuCtxEnablePeerAccess(peer->context, 0);
+    if (result != CUDA_SUCCESS && result != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) {
+      sdk::log(OAR_LOG_LEVEL_WARNING,
+               "cuda: cuCtxEnablePeerAccess(" + std::to_string(device->index) + " -> " +
+                   std::to_string(peer->index) + ") failed: " + driver_.error_name(result) +
+                   "; peer copies are staged by the driver");
+    }
+  }
+
   void require_nccl() const {
     sdk::require(nccl_.available(), OAR_STATUS_UNIMPLEMENTED,
                  "cuda: no collectives: " + nccl_.why());
@@ -991,6 +1040,12 @@ class CudaPlugin final : public Launcher {
     p.features = OAR_DEVICE_FEATURE_TIMING_EVENTS | OAR_DEVICE_FEATURE_ASYNC_COPIES |
                  OAR_DEVICE_FEATURE_HOST_CALLBACKS;
     if (nccl_.available()) p.features |= OAR_DEVICE_FEATURE_COLLECTIVES;
+    // Any two CUDA devices of a process copy to each other (cuMemcpyPeerAsync;
+    // directly over NVLink/PCIe where cuDeviceCanAccessPeer allows it).
+    int count = 0;
+    if (driver_.cuDeviceGetCount(&count) == CUDA_SUCCESS && count > 1) {
+      p.features |= OAR_DEVICE_FEATURE_PEER_ACCESS;
+    }
     p.compute_units = uint32_t(units);
     return "";
   }
@@ -1145,6 +1200,7 @@ class CudaPlugin final : public Launcher {
   std::vector<DeviceInfo> devices_;
   std::mutex mutex_;
   std::unordered_set<oar_device_s*> open_;
+  std::set<std::pair<CUdevice, CUdevice>> peers_;  // pairs whose peer access was tried
   sdk::AllocationTable allocations_{"cuda", sdk::AllocationTable::Unknown::kRefuse};
   sdk::KernelTable table_;  // the registered operators (called until finalize)
 };

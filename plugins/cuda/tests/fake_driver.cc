@@ -488,6 +488,40 @@ FAKE_EXPORT CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_
                  {Op::kWork, [=] { std::memset(reinterpret_cast<void*>(dst), value, size); }});
 }
 
+// Peer access: OAR_CUDA_FAKE_PEER=0 says no two devices reach each other
+// directly (default: they all do); enabling is logged.
+FAKE_EXPORT CUresult cuDeviceCanAccessPeer(int* can, CUdevice device, CUdevice peer) {
+  LOCK;
+  REQUIRE_INIT;
+  if (device < 0 || device >= state().devices || peer < 0 || peer >= state().devices)
+    return CUDA_ERROR_INVALID_DEVICE;
+  *can = device != peer && env_long("OAR_CUDA_FAKE_PEER", 1) != 0;
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned int) {
+  LOCK;
+  REQUIRE_INIT;
+  if (current == nullptr || peer == nullptr || peer == current) return CUDA_ERROR_INVALID_VALUE;
+  log_call("cuCtxEnablePeerAccess(" + std::to_string(current->device) + "->" +
+           std::to_string(peer->device) + ")");
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src,
+                                       CUcontext src_ctx, size_t size, CUstream stream) {
+  LOCK;
+  REQUIRE_INIT;
+  const Allocation* to = find(uintptr_t(dst), size);
+  const Allocation* from = find(uintptr_t(src), size);
+  if (to == nullptr || from == nullptr || to->ctx != dst_ctx || from->ctx != src_ctx)
+    return CUDA_ERROR_INVALID_VALUE;
+  return enqueue(stream, {Op::kWork, [=] {
+                            std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<void*>(src),
+                                         size);
+                          }});
+}
+
 // --- streams -------------------------------------------------------------------------
 
 FAKE_EXPORT CUresult cuStreamCreate(CUstream* stream, unsigned int) {

@@ -1193,4 +1193,54 @@ TEST_F(CudaPluginTest, CollectiveSlotsMapOntoNccl) {
   EXPECT_EQ(api()->device_close(device), OAR_STATUS_OK);
 }
 
+// --- peer copies ---------------------------------------------------------------------
+
+// The fake's copies move host memory, so the bytes arriving are checked.
+TEST_F(CudaPluginTest, PeerCopiesEnablePeerAccessOnceAndMoveTheBytes) {
+  setenv("OAR_CUDA_FAKE_DEVICES", "2", 1);
+  start();
+  oar_device_properties_t p{};
+  p.struct_size = OAR_DEVICE_PROPERTIES_STRUCT_SIZE;
+  ASSERT_EQ(api()->device_properties(0, &p), OAR_STATUS_OK) << last_error;
+  EXPECT_NE(p.features & OAR_DEVICE_FEATURE_PEER_ACCESS, 0u);
+  oar_device_t d0 = open(0), d1 = open(1);
+  oar_stream_t s1 = stream(d1);
+  oar_memory_t src = allocate(d0, 64), dst = allocate(d1, 64);
+  std::vector<uint8_t> in(64), out(64, 0);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = uint8_t(i * 3 + 1);
+  oar_stream_t s0 = stream(d0);
+  ASSERT_EQ(api()->memory_copy_h2d(s0, src, 0, in.data(), 64), OAR_STATUS_OK);
+  ASSERT_EQ(api()->stream_synchronize(s0), OAR_STATUS_OK);
+  ASSERT_EQ(api()->memory_copy_peer(s1, dst, 8, d0, src, 16, 32), OAR_STATUS_OK) << last_error;
+  ASSERT_EQ(api()->memory_copy_peer(s1, dst, 0, d0, src, 0, 8), OAR_STATUS_OK) << last_error;
+  ASSERT_EQ(api()->memory_copy_d2h(s1, out.data(), dst, 0, 64), OAR_STATUS_OK);
+  ASSERT_EQ(api()->stream_synchronize(s1), OAR_STATUS_OK) << last_error;
+  for (size_t i = 0; i < 8; ++i) EXPECT_EQ(out[i], in[i]) << i;
+  for (size_t i = 0; i < 32; ++i) EXPECT_EQ(out[8 + i], in[16 + i]) << i;
+  const std::string log = fake().log();
+  EXPECT_NE(log.find("cuCtxEnablePeerAccess(1->0)"), std::string::npos) << log;
+  EXPECT_EQ(log.find("cuCtxEnablePeerAccess(1->0)"), log.rfind("cuCtxEnablePeerAccess"))
+      << "enabled once: " << log;
+  // Wrong devices and ranges are refused.
+  EXPECT_EQ(api()->memory_copy_peer(s1, dst, 0, d1, src, 0, 8), OAR_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(api()->memory_copy_peer(s1, src, 0, d0, src, 0, 8), OAR_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(api()->memory_copy_peer(s1, dst, 60, d0, src, 0, 8), OAR_STATUS_OUT_OF_RANGE);
+  EXPECT_EQ(api()->device_close(d0), OAR_STATUS_OK);
+  EXPECT_EQ(api()->device_close(d1), OAR_STATUS_OK);
+}
+
+TEST_F(CudaPluginTest, PeerCopiesWithoutDirectAccessAreStagedByTheDriver) {
+  setenv("OAR_CUDA_FAKE_DEVICES", "2", 1);
+  setenv("OAR_CUDA_FAKE_PEER", "0", 1);
+  start();
+  oar_device_t d0 = open(0), d1 = open(1);
+  oar_stream_t s0 = stream(d0);
+  oar_memory_t a = allocate(d0, 16), b = allocate(d1, 16);
+  ASSERT_EQ(api()->memory_copy_peer(s0, a, 0, d1, b, 0, 16), OAR_STATUS_OK) << last_error;
+  ASSERT_EQ(api()->stream_synchronize(s0), OAR_STATUS_OK) << last_error;
+  EXPECT_EQ(std::string(fake().log()).find("cuCtxEnablePeerAccess"), std::string::npos);
+  EXPECT_EQ(api()->device_close(d0), OAR_STATUS_OK);
+  EXPECT_EQ(api()->device_close(d1), OAR_STATUS_OK);
+}
+
 }  // namespace
