@@ -75,16 +75,24 @@ oar::Stream& stream_of(const phi::CustomContext& ctx) {
   return Adapter::get()->device(ctx.GetPlace().GetDeviceId()).default_stream();
 }
 
-void run(const phi::CustomContext& ctx, const oar::OpId& op, std::initializer_list<const View*> in,
-         std::initializer_list<const View*> out, std::initializer_list<oar::Attr> attrs) {
-  DLTensor inputs[8];
+namespace {
+
+void run_views(const phi::CustomContext& ctx, const oar::OpId& op, const View* const* in, size_t ni,
+               std::initializer_list<const View*> out, std::initializer_list<oar::Attr> attrs) {
+  DLTensor inline_inputs[8];
+  std::vector<DLTensor> many;
+  DLTensor* inputs = inline_inputs;
+  if (ni > 8) {
+    many.resize(ni);
+    inputs = many.data();
+  }
   DLTensor outputs[4];
   oar_attr_t attributes[8];
-  size_t ni = 0, no = 0, na = 0;
-  if (in.size() > 8 || out.size() > 4 || attrs.size() > 8) {
+  size_t no = 0, na = 0;
+  if (out.size() > 4 || attrs.size() > 8) {
     PADDLE_THROW(common::errors::InvalidArgument("OAR device: too many tensors or attributes"));
   }
-  for (const View* v : in) inputs[ni++] = v->dl();
+  for (size_t i = 0; i < ni; ++i) inputs[i] = in[i]->dl();
   for (const View* v : out) outputs[no++] = v->dl();
   for (const oar::Attr& a : attrs) attributes[na++] = a.attr;
   // The dispatcher checks that every tensor is on the stream's device.
@@ -99,6 +107,21 @@ void run(const phi::CustomContext& ctx, const oar::OpId& op, std::initializer_li
     PADDLE_THROW(common::errors::External("OAR device %s (%s:%d), OAR operator: %s", device.name(),
                                           kDeviceType, ctx.GetPlace().GetDeviceId(), e.what()));
   }
+}
+
+}  // namespace
+
+void run(const phi::CustomContext& ctx, const oar::OpId& op, std::initializer_list<const View*> in,
+         std::initializer_list<const View*> out, std::initializer_list<oar::Attr> attrs) {
+  if (in.size() > 8) {
+    PADDLE_THROW(common::errors::InvalidArgument("OAR device: too many tensors or attributes"));
+  }
+  run_views(ctx, op, in.begin(), in.size(), out, attrs);
+}
+
+void run_n(const phi::CustomContext& ctx, const oar::OpId& op, const std::vector<const View*>& in,
+           std::initializer_list<const View*> out, std::initializer_list<oar::Attr> attrs) {
+  run_views(ctx, op, in.data(), in.size(), out, attrs);
 }
 
 void fill(const phi::CustomContext& ctx, phi::DenseTensor* out, double value) {

@@ -55,6 +55,10 @@ oar::Stream& stream_of(const phi::CustomContext& ctx);
 void run(const phi::CustomContext& ctx, const oar::OpId& op, std::initializer_list<const View*> in,
          std::initializer_list<const View*> out, std::initializer_list<oar::Attr> attrs = {});
 
+// The same with any number of inputs (concat's variadic list).
+void run_n(const phi::CustomContext& ctx, const oar::OpId& op, const std::vector<const View*>& in,
+           std::initializer_list<const View*> out, std::initializer_list<oar::Attr> attrs = {});
+
 // Fills |out| (allocated) with |value| rounded to its dtype.
 void fill(const phi::CustomContext& ctx, phi::DenseTensor* out, double value);
 // A new device tensor of |dims| and |dtype|; contents undefined.

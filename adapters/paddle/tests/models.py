@@ -120,12 +120,31 @@ def build(name):
     return model, x, y, loss_fn
 
 
-def make_step(model, loss_fn, static=False):
-    """A train-step function (inputs, target) -> loss tensor, with its SGD
-    optimizer; under paddle.jit.to_static the forward pass is one program."""
+OPTIMIZERS = ("sgd", "adam", "adamw")
+# Adam's steps are normalized: a smaller rate keeps 4 steps on a smooth curve.
+ADAM_LEARNING_RATE = 0.01
+
+
+def make_optimizer(name, model):
+    """paddle.optimizer.SGD, Adam or AdamW (weight decay 0.01) over |model|."""
+    params = model.parameters()
+    if name == "sgd":
+        lr = LEARNING_RATE.get(type(model).__name__.lower(), 0.05)
+        return paddle.optimizer.SGD(learning_rate=lr, parameters=params)
+    if name == "adam":
+        return paddle.optimizer.Adam(learning_rate=ADAM_LEARNING_RATE, parameters=params)
+    if name == "adamw":
+        return paddle.optimizer.AdamW(learning_rate=ADAM_LEARNING_RATE, parameters=params,
+                                      weight_decay=0.01)
+    raise ValueError(name)
+
+
+def make_step(model, loss_fn, static=False, optimizer="sgd"):
+    """A train-step function (inputs, target) -> loss tensor, with its
+    optimizer (OPTIMIZERS); under paddle.jit.to_static the forward pass is one
+    program."""
     forward = paddle.jit.to_static(model, full_graph=True) if static else model
-    lr = LEARNING_RATE.get(type(model).__name__.lower(), 0.05)
-    opt = paddle.optimizer.SGD(learning_rate=lr, parameters=model.parameters())
+    opt = make_optimizer(optimizer, model)
 
     def step(x, y):
         loss = loss_fn(forward(x), y)
@@ -136,12 +155,13 @@ def make_step(model, loss_fn, static=False):
     return step
 
 
-def train(name, device, static=False, steps=4, marker=None):
-    """Trains |name| for |steps| steps on |device|; returns the losses.
-    |marker|, if given, is called with the step number before each step."""
+def train(name, device, static=False, steps=4, marker=None, optimizer="sgd"):
+    """Trains |name| for |steps| steps on |device| with |optimizer|; returns
+    the losses. |marker|, if given, is called with the step number before
+    each step."""
     paddle.set_device(device)
     model, x, y, loss_fn = build(name)
-    step = make_step(model, loss_fn, static)
+    step = make_step(model, loss_fn, static, optimizer)
     losses = []
     for i in range(steps):
         if marker:
@@ -153,4 +173,5 @@ def train(name, device, static=False, steps=4, marker=None):
 
 
 if __name__ == "__main__":
-    print(train(sys.argv[1], sys.argv[2], len(sys.argv) > 3 and sys.argv[3] == "static"))
+    print(train(sys.argv[1], sys.argv[2], len(sys.argv) > 3 and sys.argv[3] == "static",
+                optimizer=sys.argv[4] if len(sys.argv) > 4 else "sgd"))

@@ -206,8 +206,13 @@ REGISTERED = {
     **{n: FLOATS for n in ("relu_grad", "tanh_grad", "sigmoid_grad", "silu_grad", "gelu_grad",
                            "softmax_grad", "log_softmax_grad", "pow", "pow_grad", "matmul_grad",
                            "mean_grad", "sgd")},
+    "adam": ["float32", "float64"],
+    "adamw": ["float32", "float64"],
     **{n: NUMBERS for n in ("add_grad", "subtract_grad", "multiply_grad", "sum_grad", "add_n")},
     "transpose_grad": ALL,
+    **{n: ALL for n in ("concat", "concat_grad", "slice", "slice_grad", "gather",
+                        "index_select", "tril", "triu", "tril_grad", "triu_grad")},
+    **{n: NUMBERS for n in ("gather_grad", "index_select_grad")},
     **{n: FLOATS for n in ("conv2d", "conv2d_grad", "pool2d", "pool2d_grad", "layer_norm",
                            "layer_norm_grad", "embedding", "embedding_grad",
                            "cross_entropy_with_softmax", "cross_entropy_with_softmax_grad",
@@ -256,6 +261,10 @@ LAYERS = [
      [((2, 3, 7), "float"), ((2, 3), "ids7")]),
     ("softmax_with_cross_entropy", lambda x, t: F.softmax_with_cross_entropy(x, t),
      [((4, 6), "float"), ((4, 1), "ids6")]),
+    # Paddle's math path on a custom device (matmul, scale, softmax, triu for
+    # the causal mask): every kernel of it on the device.
+    ("sdpa_causal", lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+     [((2, 5, 2, 8), "float"), ((2, 5, 2, 8), "float"), ((2, 5, 2, 8), "float")]),
     ("add_n", lambda a, b, c: paddle.add_n([a, b, c]),
      [((3, 4), "float"), ((3, 4), "float"), ((3, 4), "float")]),
 ]
@@ -291,6 +300,40 @@ def test_layers(name, fn, specs, dtype):
     scale = 4 if dtype in ("float16", "bfloat16") else 10
     np.testing.assert_allclose(got.astype("float64").numpy(), ref.astype("float64").numpy(),
                                rtol=rtol * scale, atol=atol * scale)
+
+
+# ---- joining, slicing, indexing (kernels/indexing.cc), every dtype: a (3, 4)
+# and a (4,) input as in run_case; int64 and int32 indices with repeats.
+def _idx(values, dtype="int64"):
+    return paddle.to_tensor(np.array(values), dtype=dtype)
+
+
+INDEXING = [
+    ("concat_axis0", lambda a, b: paddle.concat([a, b.reshape([1, 4]), a], axis=0)),
+    ("concat_axis_last", lambda a, b: paddle.concat([a, a[:, :1]], axis=-1)),
+    ("slice_two_axes", lambda a, b: paddle.slice(a, axes=[0, 1], starts=[1, -3], ends=[3, 100])),
+    ("slice_decrease", lambda a, b: paddle.slice(a, axes=[0], starts=[2], ends=[3])[0]),
+    ("gather_axis1", lambda a, b: paddle.gather(a, _idx([3, 0, 0, 2]), axis=1)),
+    ("gather_axis0_int32", lambda a, b: paddle.gather(a, _idx([2, 2, 1], "int32"))),
+    ("index_select", lambda a, b: paddle.index_select(a, _idx([1, 3, 1]), axis=-1)),
+    ("tril", lambda a, b: paddle.tril(a, diagonal=1)),
+    ("triu", lambda a, b: paddle.triu(a.reshape([2, 3, 2]), diagonal=-1)),
+]
+
+
+@pytest.fixture
+def no_strided_views():
+    # Eager slicing makes strided views (Paddle's own all-backend kernel);
+    # without stride kernels Paddle calls the device's slice, as to_static does.
+    paddle.set_flags({"FLAGS_use_stride_kernel": False})
+    yield
+    paddle.set_flags({"FLAGS_use_stride_kernel": True})
+
+
+@pytest.mark.parametrize("name,fn", INDEXING, ids=[c[0] for c in INDEXING])
+@pytest.mark.parametrize("dtype", dtypes(ALL))
+def test_indexing(name, fn, dtype, no_strided_views):
+    run_case(fn, 2, dtype)
 
 
 def test_unsupported_form_names_device_and_kernel():

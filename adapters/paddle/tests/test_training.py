@@ -29,6 +29,9 @@ from conftest import DEVICE, PLUGIN
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODELS = ("mlp", "cnn", "transformer")
+# Trained eagerly with paddle.optimizer.Adam / AdamW as well (the optimizer
+# step runs eagerly under to_static too, so the eager run covers it).
+ADAM_RUNS = ("mlp:adam", "transformer:adamw")
 # float32 sums in another order (and OAR's own conv/attention algorithms):
 # relative difference of each step's loss. Measured: <= 2e-7.
 LOSS_RTOL = 1e-4
@@ -52,9 +55,10 @@ def _start():
     script = os.path.join(HERE, "train_models.py")
     # Eager: Paddle's fallback log. to_static: its lowered programs, and one
     # OpenMP thread (a setting that used to abort at exit).
-    for mode, env in (("eager", _env(GLOG_vmodule="kernel_factory=3")),
-                      ("static", _env(FLAGS_print_ir="1", OMP_NUM_THREADS="1"))):
-        _PROCS[mode] = subprocess.Popen([sys.executable, script, DEVICE, mode], env=env,
+    for mode, env, runs in (
+            ("eager", _env(GLOG_vmodule="kernel_factory=3"), MODELS + ADAM_RUNS),
+            ("static", _env(FLAGS_print_ir="1", OMP_NUM_THREADS="1"), MODELS)):
+        _PROCS[mode] = subprocess.Popen([sys.executable, script, DEVICE, mode, *runs], env=env,
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                         text=True)
 
@@ -78,7 +82,7 @@ def eager():
     losses = json.loads(r.stdout.strip().splitlines()[-1])
     # Fallbacks of the last (steady-state) step of each model.
     fallbacks = {}
-    for name in MODELS:
+    for name in MODELS + ADAM_RUNS:
         m = re.search(rf"STEP {name} 3\n(.*?)STEP {name} end", r.stderr, re.S)
         assert m, f"no step markers for {name}"
         fallbacks[name] = collections.Counter(re.findall(r"missing oar kernel: (\w+)", m.group(1)))
@@ -128,14 +132,15 @@ def _report(mode, name, cpu, dev, fallbacks):
           f"CPU fallbacks per step: {sum(fallbacks.values())} ({listing})")
 
 
-@pytest.mark.parametrize("name", MODELS)
+@pytest.mark.parametrize("name", MODELS + ADAM_RUNS)
 def test_eager_loss_curve_matches_paddle_cpu(name):
     _, losses, fallbacks = eager()
     cpu, dev = losses[name]["cpu"], losses[name]["device"]
     _report("eager", name, cpu, dev, fallbacks[name])
     assert cpu[-1] < cpu[0]  # it does learn
     np.testing.assert_allclose(dev, cpu, rtol=LOSS_RTOL)
-    # Every kernel of these models maps onto OAR (forward, backward, SGD).
+    # Every kernel of these models maps onto OAR (forward, backward, SGD,
+    # Adam and AdamW).
     assert sum(fallbacks[name].values()) == 0, fallbacks[name]
 
 

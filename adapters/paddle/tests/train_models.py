@@ -4,7 +4,11 @@ JSON on the last line of stdout: {model: {"cpu": [...], "device": [...]}}.
 
 Run by test_training.py and scripts/run.sh:
 
-    python train_models.py oar:0 eager|static [model ...]
+    python train_models.py oar:0 eager|static [model[:optimizer] ...]
+
+A run is a model of models.py, trained with SGD or with the optimizer named
+after the colon ("mlp:adam", "transformer:adamw"); the default is every model
+with SGD.
 
 Before each training step of the device run it writes "STEP <model> <i>"
 to stderr (and "STEP <model> end" after the last), so that a log of CPU
@@ -30,11 +34,13 @@ def main(device, mode, names):
     static = mode == "static"
     out = {}
     for name in names:
-        cpu = models.train(name, "cpu", static, STEPS)
+        model, _, optimizer = name.partition(":")
+        optimizer = optimizer or "sgd"
+        cpu = models.train(model, "cpu", static, STEPS, optimizer=optimizer)
 
         def marker(step, name=name):
             print(f"STEP {name} {step}", file=sys.stderr, flush=True)
-        dev = models.train(name, device, static, STEPS, marker)
+        dev = models.train(model, device, static, STEPS, marker, optimizer)
         out[name] = {"cpu": cpu, "device": dev}
     print(json.dumps(out))
 

@@ -1,0 +1,276 @@
+// The Adam family (Paddle's adam_ and adamw_, which paddle.optimizer.Adam and
+// AdamW call once per parameter and step) on OAR's fused `adam` operator.
+//
+// The two forms disagree on where the step's scalars live:
+// - OAR's `adam` takes `lr` and `step` as host attributes (docs/ops.md,
+//   "Optimizer steps"); it computes the bias corrections 1 - beta^step itself.
+// - Paddle keeps the learning rate in a device tensor (rank 0, written by
+//   `full` or a scheduler's upload) and the bias-correction state as
+//   beta1_pow = beta1^t and beta2_pow = beta2^t in one-element tensors that
+//   its optimizers create on the CPU (`device='cpu'`).
+//
+// What the adapter does, with no device-to-host read in the usual case:
+// - The beta powers are declared ALL_BACKEND, so Paddle hands the host tensors
+//   as they are; t is recovered on the host as round(log(beta_pow) /
+//   log(beta)), from the smaller beta (its powers drift least in float32),
+//   checked against the other, and the host outputs beta_pow * beta are
+//   written on the host, as Paddle's GPU kernel does.
+// - The learning rate stays on the device: `adam` runs with lr = 1 on a zeroed
+//   scratch "parameter", which makes its param_out exactly -m_hat /
+//   (sqrt(v_hat) + eps) (0 - x is exact) while it updates both moments in
+//   place; then param_out = param + lr * update with `mul` and `add`, the lr
+//   read on the device. AdamW's decoupled decay is applied the same way:
+//   param_out = param * (1 - lr * coeff) + lr * update, the factor computed
+//   by rank-0 `mul`/`add` on the device. Cost: 3 (Adam) or 6 (AdamW) extra
+//   small dispatches per parameter instead of one synchronizing read.
+// - Where Paddle passes the learning rate on the host (a CPU tensor), the one
+//   fused call takes it as its attribute and does everything.
+// - Only a beta power or skip_update (AMP's found_inf) that lives on the
+//   device is read back, with a synchronizing copy (it drains the stream);
+//   Paddle's own optimizers never put the beta powers there.
+// Refused, with Paddle's error naming the device and the kernel: amsgrad (OAR
+// has none), a master weight (multi_precision: OAR's mixed-precision state
+// is f32 moments beside an f16 parameter, not a master copy), and beta powers
+// that are not powers of beta (state edited by hand).
+#include <cmath>
+#include <cstring>
+
+#include "kernels/common.h"
+
+namespace oar_paddle {
+
+namespace {
+
+bool on_host(const phi::DenseTensor& t) { return t.place().GetType() == phi::AllocationType::CPU; }
+
+// The value of a one-element float or bool tensor: read in place on the host,
+// or copied from the device (synchronizing the kernel's stream).
+double host_value(const phi::CustomContext& ctx, const phi::DenseTensor& t) {
+  unsigned char bytes[8] = {};
+  const size_t size = phi::SizeOf(t.dtype());
+  if (t.numel() != 1 || size > sizeof bytes) {
+    unsupported(ctx, "adam", "a learning rate, beta power or skip flag with more than one element");
+  }
+  if (on_host(t)) {
+    std::memcpy(bytes, t.data(), size);
+  } else {
+    DeviceAddress a = resolve(t.data(), size);
+    const uint64_t offset = reinterpret_cast<uintptr_t>(t.data()) - a.range->base;
+    oar::Stream& stream = stream_of(ctx);
+    stream.copy_to_host(bytes, *a.range->buffer, offset, size);
+    stream.synchronize();
+  }
+  switch (t.dtype()) {
+    case phi::DataType::FLOAT32: {
+      float v;
+      std::memcpy(&v, bytes, sizeof v);
+      return v;
+    }
+    case phi::DataType::FLOAT64: {
+      double v;
+      std::memcpy(&v, bytes, sizeof v);
+      return v;
+    }
+    case phi::DataType::BOOL:
+      return bytes[0] != 0 ? 1.0 : 0.0;
+    default:
+      unsupported(ctx, "adam",
+                  std::string("a scalar of dtype ") + phi::DataTypeToString(t.dtype()));
+  }
+}
+
+// beta_pow * beta into |out|, on the side |pow| lives.
+void advance_pow(const phi::CustomContext& ctx, const phi::DenseTensor& pow, double value,
+                 double beta, phi::DenseTensor* out) {
+  if (on_host(pow)) {
+    if (pow.dtype() == phi::DataType::FLOAT64) {
+      ctx.HostAlloc<double>(out)[0] = value * beta;
+    } else {
+      ctx.HostAlloc<float>(out)[0] = float(double(float(value)) * double(float(beta)));
+    }
+    return;
+  }
+  ctx.Alloc(out, pow.dtype());
+  phi::DenseTensor b = scalar(ctx, pow.dtype(), beta);
+  View p(pow, {}), s(b), o(*out, {});
+  run(ctx, OAR_PADDLE_OP("mul"), {&p, &s}, {&o});
+}
+
+// The 1-based step t with beta_pow = beta^t, from the smaller beta in (0, 1)
+// and checked against the other. Paddle multiplies the powers in float32, so
+// after t steps they may be off by up to t * 2^-24 relative, i.e. by
+// t * 6e-8 / |log beta| in the exponent (0.999's powers drift most).
+int64_t step_of(const phi::CustomContext& ctx, const char* kernel, double beta1, double pow1,
+                double beta2, double pow2) {
+  struct Pair {
+    double beta, pow;
+  };
+  Pair pairs[2] = {{beta1, pow1}, {beta2, pow2}};
+  if (beta2 < beta1) std::swap(pairs[0], pairs[1]);
+  int64_t step = 0;
+  for (const Pair& p : pairs) {
+    if (!(p.beta > 0 && p.beta < 1)) continue;  // beta = 0: no correction to recover
+    const double exact = p.pow > 0 ? std::log(p.pow) / std::log(p.beta) : -1;
+    const double t = step == 0 ? std::round(exact) : double(step);
+    const double slack = 0.25 + std::max(t, 1.0) * 6e-8 / std::fabs(std::log(p.beta));
+    if (t < 1 || std::fabs(exact - t) > slack) {
+      unsupported(ctx, kernel,
+                  "beta powers that are not beta1^t and beta2^t of one step t >= 1 (beta " +
+                      std::to_string(p.beta) + ", power " + std::to_string(p.pow) + ")");
+    }
+    step = int64_t(t);
+  }
+  return step == 0 ? 1 : step;  // both betas 0: no bias correction at all
+}
+
+void adam_common(const phi::CustomContext& ctx, const char* kernel, const phi::DenseTensor& param,
+                 const phi::DenseTensor& grad, const phi::DenseTensor& learning_rate,
+                 const phi::DenseTensor& moment1, const phi::DenseTensor& moment2,
+                 const phi::DenseTensor& beta1_pow, const phi::DenseTensor& beta2_pow,
+                 const paddle::optional<phi::DenseTensor>& master_param,
+                 const paddle::optional<phi::DenseTensor>& skip_update, const phi::Scalar& beta1_s,
+                 const phi::Scalar& beta2_s, const phi::Scalar& epsilon_s, double lr_ratio,
+                 double decay, bool multi_precision, bool use_global_beta_pow, bool amsgrad,
+                 phi::DenseTensor* param_out, phi::DenseTensor* moment1_out,
+                 phi::DenseTensor* moment2_out, phi::DenseTensor* beta1_pow_out,
+                 phi::DenseTensor* beta2_pow_out) {
+  if (amsgrad) unsupported(ctx, kernel, "amsgrad");
+  if (multi_precision || master_param)
+    unsupported(ctx, kernel, "a master weight (multi_precision)");
+  if (moment1.dtype() != param.dtype() || moment2.dtype() != param.dtype()) {
+    unsupported(ctx, kernel, "moments of another dtype than the parameter");
+  }
+  const double beta1 = beta1_s.to<double>(), beta2 = beta2_s.to<double>();
+  const double eps = epsilon_s.to<double>();
+  const double pow1 = host_value(ctx, beta1_pow), pow2 = host_value(ctx, beta2_pow);
+
+  ctx.Alloc(param_out, param.dtype());
+  ctx.Alloc(moment1_out, moment1.dtype());
+  ctx.Alloc(moment2_out, moment2.dtype());
+  if (skip_update && host_value(ctx, *skip_update) != 0) {
+    // AMP found an infinite gradient: everything stays as it was.
+    for (auto [in, out] : {std::pair{&param, param_out}, std::pair{&moment1, moment1_out},
+                           std::pair{&moment2, moment2_out}}) {
+      if (in->numel() == 0 || in->data() == out->data()) continue;
+      View a(*in), o(*out);
+      run(ctx, OAR_PADDLE_OP("copy"), {&a}, {&o});
+    }
+    if (!use_global_beta_pow) {
+      advance_pow(ctx, beta1_pow, pow1, 1.0, beta1_pow_out);
+      advance_pow(ctx, beta2_pow, pow2, 1.0, beta2_pow_out);
+    }
+    return;
+  }
+  const int64_t step = step_of(ctx, kernel, beta1, pow1, beta2, pow2);
+  if (param.numel() > 0) {
+    View g(grad), m(moment1), v(moment2), mo(*moment1_out), vo(*moment2_out);
+    if (on_host(learning_rate)) {
+      // The whole step in one fused call.
+      const double lr = host_value(ctx, learning_rate) * lr_ratio;
+      View p(param), po(*param_out);
+      run(ctx, decay != 0 ? OAR_PADDLE_OP("adamw") : OAR_PADDLE_OP("adam"), {&p, &g, &m, &v},
+          {&po, &mo, &vo},
+          {oar::Attr("lr", lr), oar::Attr("step", step), oar::Attr("beta1", beta1),
+           oar::Attr("beta2", beta2), oar::Attr("eps", eps), oar::Attr("weight_decay", decay)});
+    } else {
+      // update = -m_hat / (sqrt(v_hat) + eps): adam on a zero parameter, lr 1.
+      phi::DenseTensor update = empty(ctx, dims_of(param), param.dtype());
+      fill(ctx, &update, 0.0);
+      View u(update);
+      run(ctx, OAR_PADDLE_OP("adam"), {&u, &g, &m, &v}, {&u, &mo, &vo},
+          {oar::Attr("lr", 1.0), oar::Attr("step", step), oar::Attr("beta1", beta1),
+           oar::Attr("beta2", beta2), oar::Attr("eps", eps), oar::Attr("weight_decay", 0.0)});
+      // lr (rank 0, the parameter's dtype) on the device.
+      phi::DenseTensor lr_t = empty(ctx, {}, param.dtype());
+      View lr(lr_t);
+      {
+        View src(learning_rate, {});
+        run(ctx,
+            learning_rate.dtype() == param.dtype() ? OAR_PADDLE_OP("copy") : OAR_PADDLE_OP("cast"),
+            {&src}, {&lr});
+      }
+      if (lr_ratio != 1.0) {
+        phi::DenseTensor r = scalar(ctx, param.dtype(), lr_ratio);
+        View rv(r);
+        run(ctx, OAR_PADDLE_OP("mul"), {&lr, &rv}, {&lr});
+      }
+      View p(param), po(*param_out);
+      run(ctx, OAR_PADDLE_OP("mul"), {&u, &lr}, {&u});
+      if (decay != 0) {
+        // param_out = param * (1 - lr * decay) + lr * update
+        phi::DenseTensor k = scalar(ctx, param.dtype(), -decay),
+                         one = scalar(ctx, param.dtype(), 1);
+        View kv(k), ov(one);
+        run(ctx, OAR_PADDLE_OP("mul"), {&kv, &lr}, {&kv});
+        run(ctx, OAR_PADDLE_OP("add"), {&kv, &ov}, {&kv});
+        run(ctx, OAR_PADDLE_OP("mul"), {&p, &kv}, {&po});
+        run(ctx, OAR_PADDLE_OP("add"), {&po, &u}, {&po});
+      } else {
+        run(ctx, OAR_PADDLE_OP("add"), {&p, &u}, {&po});
+      }
+    }
+  }
+  if (!use_global_beta_pow) {
+    advance_pow(ctx, beta1_pow, pow1, beta1, beta1_pow_out);
+    advance_pow(ctx, beta2_pow, pow2, beta2, beta2_pow_out);
+  }
+}
+
+}  // namespace
+
+template <typename T, typename Context>
+void AdamKernel(const Context& ctx, const phi::DenseTensor& param, const phi::DenseTensor& grad,
+                const phi::DenseTensor& learning_rate, const phi::DenseTensor& moment1,
+                const phi::DenseTensor& moment2, const paddle::optional<phi::DenseTensor>&,
+                const phi::DenseTensor& beta1_pow, const phi::DenseTensor& beta2_pow,
+                const paddle::optional<phi::DenseTensor>& master_param,
+                const paddle::optional<phi::DenseTensor>& skip_update, const phi::Scalar& beta1,
+                const phi::Scalar& beta2, const phi::Scalar& epsilon, bool, int64_t,
+                bool multi_precision, bool use_global_beta_pow, bool amsgrad,
+                phi::DenseTensor* param_out, phi::DenseTensor* moment1_out,
+                phi::DenseTensor* moment2_out, phi::DenseTensor*, phi::DenseTensor* beta1_pow_out,
+                phi::DenseTensor* beta2_pow_out, phi::DenseTensor*) {
+  adam_common(ctx, "adam", param, grad, learning_rate, moment1, moment2, beta1_pow, beta2_pow,
+              master_param, skip_update, beta1, beta2, epsilon, 1.0, 0.0, multi_precision,
+              use_global_beta_pow, amsgrad, param_out, moment1_out, moment2_out, beta1_pow_out,
+              beta2_pow_out);
+}
+
+template <typename T, typename Context>
+void AdamwKernel(const Context& ctx, const phi::DenseTensor& param, const phi::DenseTensor& grad,
+                 const phi::DenseTensor& learning_rate, const phi::DenseTensor& moment1,
+                 const phi::DenseTensor& moment2, const paddle::optional<phi::DenseTensor>&,
+                 const phi::DenseTensor& beta1_pow, const phi::DenseTensor& beta2_pow,
+                 const paddle::optional<phi::DenseTensor>& master_param,
+                 const paddle::optional<phi::DenseTensor>& skip_update, const phi::Scalar& beta1,
+                 const phi::Scalar& beta2, const phi::Scalar& epsilon, float lr_ratio, float coeff,
+                 bool with_decay, bool, int64_t, bool multi_precision, bool use_global_beta_pow,
+                 bool amsgrad, phi::DenseTensor* param_out, phi::DenseTensor* moment1_out,
+                 phi::DenseTensor* moment2_out, phi::DenseTensor*, phi::DenseTensor* beta1_pow_out,
+                 phi::DenseTensor* beta2_pow_out, phi::DenseTensor*) {
+  adam_common(ctx, "adamw", param, grad, learning_rate, moment1, moment2, beta1_pow, beta2_pow,
+              master_param, skip_update, beta1, beta2, epsilon, double(lr_ratio),
+              with_decay ? double(coeff) : 0.0, multi_precision, use_global_beta_pow, amsgrad,
+              param_out, moment1_out, moment2_out, beta1_pow_out, beta2_pow_out);
+}
+
+}  // namespace oar_paddle
+
+// Inputs 2 (learning_rate), 6 and 7 (the beta powers) and 9 (skip_update)
+// are taken where they are (the beta powers live on the CPU); outputs 4 and 5
+// (the new beta powers) go where the inputs were.
+#define OAR_PADDLE_ADAM_PLACES                              \
+  kernel->InputAt(2).SetBackend(phi::Backend::ALL_BACKEND); \
+  kernel->InputAt(6).SetBackend(phi::Backend::ALL_BACKEND); \
+  kernel->InputAt(7).SetBackend(phi::Backend::ALL_BACKEND); \
+  kernel->InputAt(9).SetBackend(phi::Backend::ALL_BACKEND); \
+  kernel->OutputAt(4).SetBackend(phi::Backend::UNDEFINED);  \
+  kernel->OutputAt(5).SetBackend(phi::Backend::UNDEFINED);
+
+// float and double: Paddle's float16/bfloat16 Adam keeps moments or a master
+// weight the fused operator does not take in that form (above).
+PD_REGISTER_PLUGIN_KERNEL(adam, oar, ALL_LAYOUT, oar_paddle::AdamKernel, float, double){
+    OAR_PADDLE_ADAM_PLACES} PD_REGISTER_PLUGIN_KERNEL(adamw, oar, ALL_LAYOUT,
+                                                      oar_paddle::AdamwKernel, float, double) {
+  OAR_PADDLE_ADAM_PLACES
+}
