@@ -36,47 +36,46 @@ namespace {
 #pragma GCC optimize("fp-contract=off")
 #endif
 
-// Row sums in f32 over blocks of kSumBlock elements, in kSumLanes lanes
-// (element j of a block adds to lane j % kSumLanes: 16 terms a lane, the
-// precision of vmath.h's block sums), each block's lanes added to kSumLanes
+// Row sums in f32 over blocks of 16 * |lanes| elements, in |lanes| lanes
+// (element j of a block adds to lane j % |lanes|: 16 terms a lane, the
+// precision of vmath.h's block sums), each block's lanes added to |lanes|
 // double totals, and the totals added in a fixed tree at the end of the row.
 // Lanes rather than one accumulator: the adds do not wait on each other's
-// latency and no block ends in a horizontal sum; the order is the same
-// whatever the vector width.
-constexpr int64_t kSumLanes = 16;
-constexpr int64_t kSumBlock = 16 * kSumLanes;
-
-inline double lanes_total(const double* lane) {
-  double half[kSumLanes / 2];
-  for (int64_t l = 0; l < kSumLanes / 2; ++l) half[l] = lane[l] + lane[l + kSumLanes / 2];
-  for (int64_t l = 0; l < 4; ++l) half[l] += half[l + 4];
-  return (half[0] + half[2]) + (half[1] + half[3]);
+// latency (|lanes| / 16 AVX-512 registers per sum) and no block ends in a
+// horizontal sum; the order is the same whatever the vector width.
+template <int64_t lanes>
+inline double lanes_total(double* lane) {
+  for (int64_t half = lanes / 2; half > 0; half /= 2) {
+    for (int64_t l = 0; l < half; ++l) lane[l] += lane[l + half];
+  }
+  return lane[0];
 }
 
 // sums[k] (k < |count|) = the sum over j < n of term(j)[k], as above.
-template <int count, typename Term>
+template <int count, int64_t lanes, typename Term>
 inline __attribute__((always_inline)) void lane_sums(int64_t n, Term&& term,
                                                      double (&sums)[count]) {
-  double total[count][kSumLanes] = {};
-  for (int64_t begin = 0; begin < n; begin += kSumBlock) {
-    const int64_t end = std::min(begin + kSumBlock, n);
-    float lane[count][kSumLanes] = {};
+  constexpr int64_t block = 16 * lanes;
+  double total[count][lanes] = {};
+  for (int64_t begin = 0; begin < n; begin += block) {
+    const int64_t end = std::min(begin + block, n);
+    float lane[count][lanes] = {};
     int64_t j = begin;
-    for (; j + kSumLanes <= end; j += kSumLanes) {
-      for (int64_t l = 0; l < kSumLanes; ++l) {
+    for (; j + lanes <= end; j += lanes) {
+      for (int64_t l = 0; l < lanes; ++l) {
         const std::array<float, count> t = term(j + l);
         for (int k = 0; k < count; ++k) lane[k][l] += t[size_t(k)];
       }
     }
     for (; j < end; ++j) {
       const std::array<float, count> t = term(j);
-      for (int k = 0; k < count; ++k) lane[k][(j - begin) % kSumLanes] += t[size_t(k)];
+      for (int k = 0; k < count; ++k) lane[k][(j - begin) % lanes] += t[size_t(k)];
     }
     for (int k = 0; k < count; ++k) {
-      for (int64_t l = 0; l < kSumLanes; ++l) total[k][l] += double(lane[k][l]);
+      for (int64_t l = 0; l < lanes; ++l) total[k][l] += double(lane[k][l]);
     }
   }
-  for (int k = 0; k < count; ++k) sums[k] = lanes_total(total[k]);
+  for (int k = 0; k < count; ++k) sums[k] = lanes_total<lanes>(total[k]);
 }
 
 // Per row of the f32 norm gradients: dx = inv (g w - mean_g) - xhat mean_gx
@@ -97,7 +96,7 @@ inline __attribute__((always_inline)) NormGradRow norm_grad_row_stats(const floa
                                                                       double eps) {
   if constexpr (rms) {
     double sums[2];  // x^2, g x
-    lane_sums<2>(
+    lane_sums<2, 32>(
         d,
         [&](int64_t j) {
           const float v = xr[j];
@@ -108,11 +107,11 @@ inline __attribute__((always_inline)) NormGradRow norm_grad_row_stats(const floa
     return {0.0f, 0.0f, float(s), 0.0f, float(sums[1] * s * s / double(d))};
   } else {
     double sum[1];
-    lane_sums<1>(
+    lane_sums<1, 64>(
         d, [&](int64_t j) { return std::array<float, 1>{xr[j]}; }, sum);
     const float m0 = float(sum[0] / double(d));
     double sums[4];  // c, c^2, g, g c
-    lane_sums<4>(
+    lane_sums<4, 16>(
         d,
         [&](int64_t j) {
           const float c = xr[j] - m0, g = gr[j] * w[j];
@@ -241,7 +240,25 @@ void norm_grad_run(View dy, View x, View weight, View dx, View dweight, View dbi
     norm_grad_f32(dy.ptr<T>(), x.ptr<T>(), weight.ptr<T>(), dx.ptr<T>(), dweight.ptr<T>(),
                   rms ? nullptr : dbias.ptr<T>(), rows, d, eps, rms);
     return;
+  } else if constexpr (!std::is_same_v<T, double>) {
+    // f16 and bf16: the f32 kernel on f32 copies, each result rounded once.
+    const int64_t n = rows * d;
+    std::vector<float> in(size_t(2 * n + d)), out(size_t(n + 2 * d));
+    for (int64_t i = 0; i < n; ++i) {
+      in[size_t(i)] = load(dy.ptr<T>() + i);
+      in[size_t(n + i)] = load(x.ptr<T>() + i);
+    }
+    for (int64_t j = 0; j < d; ++j) in[size_t(2 * n + j)] = load(weight.ptr<T>() + j);
+    norm_grad_f32(in.data(), in.data() + n, in.data() + 2 * n, out.data(), out.data() + n,
+                  out.data() + n + d, rows, d, eps, rms);
+    for (int64_t i = 0; i < n; ++i) store(dx.ptr<T>() + i, out[size_t(i)]);
+    for (int64_t j = 0; j < d; ++j) {
+      store(dweight.ptr<T>() + j, out[size_t(n + j)]);
+      if (!rms) store(dbias.ptr<T>() + j, out[size_t(n + d + j)]);
+    }
+    return;
   }
+  // f64: in double.
   const int64_t blocks = std::min<int64_t>(rows, 32);
   const T* w = weight.ptr<T>();
   std::vector<double> partial_w(size_t(blocks * d), 0.0), partial_b(size_t(blocks * d), 0.0);
