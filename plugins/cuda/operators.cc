@@ -344,6 +344,57 @@ void matmul_body(const sdk::KernelCall& call) {
                            grid_for_rows(uint64_t(tiles)), args);
 }
 
+// index_select along |axis|: x as [outer, extent, inner], a 1-D index of m.
+void index_select_body(const sdk::KernelCall& call) {
+  check_tensors(call);
+  const DLTensor& x = call.input(0);
+  const DLTensor& index = call.input(1);
+  const DLTensor& y = call.output(0);
+  sdk::require(x.ndim >= 1 && index.ndim == 1, OAR_STATUS_INVALID_ARGUMENT,
+               "index_select: x needs rank >= 1 and index rank 1");
+  const int axis = sdk::normalize_axis(call.attrs.get_int("axis"), x.ndim, "index_select: axis");
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < x.ndim; ++d) {
+    if (d < axis) outer *= x.shape[d];
+    if (d > axis) inner *= x.shape[d];
+  }
+  const int64_t m = index.shape[0];
+  if (numel(y) == 0) return;
+  ArgPack args;
+  args.add(address(x)).add(address(index)).add(address(y));
+  args.add(launcher_of(call).error_word(call.call));
+  args.add(outer).add(x.shape[axis]).add(inner).add(m);
+  launcher_of(call).launch(call.call,
+                           ("oar_index_select_" + width(x.dtype) + "_" + tag(index.dtype)).c_str(),
+                           grid_for_items(uint64_t(numel(y))), args);
+}
+
+// gather along |axis|: y has index's shape.
+void gather_body(const sdk::KernelCall& call) {
+  check_tensors(call);
+  const DLTensor& x = call.input(0);
+  const DLTensor& index = call.input(1);
+  sdk::require(x.ndim >= 1 && index.ndim == x.ndim, OAR_STATUS_INVALID_ARGUMENT,
+               "gather: index needs x's rank");
+  const int axis = sdk::normalize_axis(call.attrs.get_int("axis"), x.ndim, "gather: axis");
+  Geo g;
+  g.rank = index.ndim;
+  g.numel = numel(index);
+  const sdk::TensorView v = sdk::view_of(x);
+  for (int d = 0; d < index.ndim; ++d) {
+    g.shape[d] = index.shape[d];
+    g.strides[0][d] = v.strides[d];
+  }
+  if (g.numel == 0) return;
+  ArgPack args;
+  args.add(address(x)).add(address(index)).add(address(call.output(0)));
+  args.add(launcher_of(call).error_word(call.call));
+  args.add(g).add(int64_t(axis)).add(x.shape[axis]);
+  launcher_of(call).launch(call.call,
+                           ("oar_gather_" + width(x.dtype) + "_" + tag(index.dtype)).c_str(),
+                           grid_for_items(uint64_t(g.numel)), args);
+}
+
 }  // namespace
 
 uint32_t grid_for_items(uint64_t items) {
@@ -382,6 +433,8 @@ void register_operators(const sdk::KernelRegistrar& registrar, sdk::KernelTable&
   add("log_softmax", softmax_body, kHalfFloats);
   add("layer_norm", layer_norm_body, kHalfFloats);
   add("matmul", matmul_body, kHalfFloats);
+  add("index_select", index_select_body, kEverything);
+  add("gather", gather_body, kEverything);
 }
 
 }  // namespace oar::cuda

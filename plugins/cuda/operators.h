@@ -72,6 +72,12 @@ class Launcher {
   // Runs |gemm| through cuBLAS on the call's stream; false if there is no
   // cuBLAS (the caller then launches OAR's own kernel). Throws on failure.
   virtual bool gemm(const oar_kernel_call_t& call, const Gemm& gemm) = 0;
+  // The device address of the call's stream's error word (kernels.cu:
+  // ErrorWord), zeroed on the stream at first use, which the plugin reads at
+  // the stream's next synchronize or idle query: an index kernel that finds
+  // an index out of range records it there and the stream fails with
+  // OUT_OF_RANGE.
+  virtual uint64_t error_word(const oar_kernel_call_t& call) = 0;
 };
 
 // Registers every operator the kernels implement; calls reach |launcher|.

@@ -49,7 +49,8 @@ namespace sdk = oar::sdk;
 
 // The oldest GPU the embedded kernels run on (their lowest SASS and PTX).
 constexpr int kMinComputeCapability = 80;
-constexpr uint64_t kAlignment = 256;  // cuMemAlloc aligns to at least this
+constexpr uint64_t kAlignment = 256;   // cuMemAlloc aligns to at least this
+constexpr size_t kErrorWordSize = 24;  // kernels.cu's ErrorWord
 
 // What a failure of the driver becomes in OAR's codes.
 oar_status_t status_of(CUresult result) {
@@ -132,6 +133,10 @@ struct HostCallback {
 struct oar_stream_s {
   oar_device_s* device = nullptr;
   CUstream stream = nullptr;
+  // The index kernels' error word (operators.h, Launcher::error_word), and
+  // whether one ran since the word was last read.
+  CUdeviceptr error_word = 0;
+  bool check_error_word = false;
   std::mutex mutex;  // guards failure and callbacks
   oar::cuda::Failure failure;
   std::vector<std::unique_ptr<HostCallback>> callbacks;
@@ -271,6 +276,20 @@ class CudaPlugin final : public Launcher {
         status == CUBLAS_STATUS_SUCCESS, OAR_STATUS_INTERNAL,
         "cuda: cublasGemmStridedBatchedEx failed: cuBLAS status " + std::to_string(int(status)));
     return true;
+  }
+
+  uint64_t error_word(const oar_kernel_call_t& call) override {
+    oar_stream_s* stream = call.stream;
+    sdk::require_not_null(stream, "stream");
+    current(stream->device);
+    if (stream->error_word == 0) {
+      check(driver_.cuMemAlloc(&stream->error_word, kErrorWordSize), "cuMemAlloc");
+      enqueue(stream,
+              driver_.cuMemsetD8Async(stream->error_word, 0, kErrorWordSize, stream->stream),
+              "cuMemsetD8Async");
+    }
+    stream->check_error_word = true;
+    return stream->error_word;
   }
 
   // --- collectives (NCCL, collectives.h) ---------------------------------------------------
@@ -576,6 +595,8 @@ class CudaPlugin final : public Launcher {
       return;
     }
     if (result != CUDA_SUCCESS) fail(stream, result, "cuStreamQuery").raise();
+    Failure failure = check_index_errors(stream);
+    if (failure.failed()) failure.raise();
     *out_idle = true;
   }
 
@@ -1119,7 +1140,35 @@ class CudaPlugin final : public Launcher {
     current(stream->device);
     CUresult result = driver_.cuStreamSynchronize(stream->stream);
     if (result != CUDA_SUCCESS) return fail(stream, result, "cuStreamSynchronize");
-    return {};
+    return check_index_errors(stream);
+  }
+
+  // After the stream's work is done: an index out of range an index kernel
+  // recorded fails the stream with OUT_OF_RANGE, naming the operator, the
+  // index and the bound (docs/ops.md, Errors).
+  Failure check_index_errors(oar_stream_s* stream) {
+    if (!stream->check_error_word) return {};
+    stream->check_error_word = false;
+    struct {
+      uint32_t flag;
+      int32_t op;
+      int64_t index;
+      int64_t bound;
+    } word{};
+    static_assert(sizeof word == kErrorWordSize, "kernels.cu's ErrorWord");
+    CUresult result =
+        driver_.cuMemcpyDtoHAsync(&word, stream->error_word, sizeof word, stream->stream);
+    if (result == CUDA_SUCCESS) result = driver_.cuStreamSynchronize(stream->stream);
+    if (result != CUDA_SUCCESS) return fail(stream, result, "reading the index error word");
+    if (word.flag == 0) return {};
+    std::lock_guard<std::mutex> lock(stream->mutex);
+    if (!stream->failure.failed()) {
+      stream->failure = {OAR_STATUS_OUT_OF_RANGE,
+                         std::string(word.op == 2 ? "gather" : "index_select") + ": index " +
+                             std::to_string(word.index) + " out of range [0, " +
+                             std::to_string(word.bound) + ")"};
+    }
+    return stream->failure;
   }
 
   static void run_callback(HostCallback* c, oar_status_t status) {
@@ -1157,6 +1206,7 @@ class CudaPlugin final : public Launcher {
         stream->failure.failed() ? stream->failure.code : OAR_STATUS_CANCELLED;
     for (HostCallback* c : orphans) run_callback(c, status);
     if (driver_.cuCtxSetCurrent(stream->device->context) == CUDA_SUCCESS) {
+      if (stream->error_word != 0) driver_.cuMemFree(stream->error_word);
       driver_.cuStreamDestroy(stream->stream);
     }
   }

@@ -448,6 +448,63 @@ __device__ inline void matmul_kernel(const T* a, const T* b, T* y, const Geo& g,
   }
 }
 
+// An index out of range: the first kernel thread to find one records it in
+// the stream's error word (kernels_host: ErrorWord), which the plugin reads
+// when the stream is synchronized and turns into OUT_OF_RANGE.
+struct ErrorWord {
+  unsigned int flag;  // 0, then 1 from the first report on
+  int op;             // 1: index_select, 2: gather
+  long long index;
+  long long bound;
+};
+
+__device__ inline void report_index(ErrorWord* error, int op, long long index, long long bound) {
+  if (atomicCAS(&error->flag, 0u, 1u) == 0u) {
+    error->op = op;
+    error->index = index;
+    error->bound = bound;
+  }
+}
+
+// index_select along an axis: x is [outer, extent, inner], y [outer, m, inner].
+template <typename W, typename I>
+__device__ inline void index_select_kernel(const W* x, const I* index, W* y, ErrorWord* error,
+                                           int64_t outer, int64_t extent, int64_t inner,
+                                           int64_t m) {
+  OAR_FOR_EACH(i, uint64_t(outer * m * inner)) {
+    const int64_t o = int64_t(i) / (m * inner), j = (int64_t(i) / inner) % m,
+                  in = int64_t(i) % inner;
+    const int64_t at = int64_t(index[j]);
+    if (at < 0 || at >= extent) {
+      report_index(error, 1, at, extent);
+      continue;
+    }
+    y[i] = x[(o * extent + at) * inner + in];
+  }
+}
+
+// gather: y and index share a shape (g.shape, rank g.rank); x's element at
+// the index's position with the axis coordinate replaced by the index value;
+// g.strides[0] are x's strides.
+template <typename W, typename I>
+__device__ inline void gather_kernel(const W* x, const I* index, W* y, ErrorWord* error, Geo g,
+                                     int64_t axis, int64_t extent) {
+  OAR_FOR_EACH(i, uint64_t(g.numel)) {
+    const int64_t at = int64_t(index[i]);
+    if (at < 0 || at >= extent) {
+      report_index(error, 2, at, extent);
+      continue;
+    }
+    int64_t offset = 0, rest = int64_t(i);
+    for (int d = int(g.rank) - 1; d >= 0; --d) {
+      const int64_t p = rest % g.shape[d];
+      rest /= g.shape[d];
+      offset += (d == axis ? at : p) * g.strides[0][d];
+    }
+    y[i] = x[offset];
+  }
+}
+
 }  // namespace
 
 // clang-format off
@@ -506,6 +563,17 @@ __device__ inline void matmul_kernel(const T* a, const T* b, T* y, const Geo& g,
                                               int64_t m, int64_t n, int64_t k, int64_t a_sm,  \
                                               int64_t a_sk, int64_t b_sk, int64_t b_sn) {     \
     matmul_kernel<type, acc>(a, b, y, g, m, n, k, a_sm, a_sk, b_sk, b_sn); }
+#define OAR_INDEXED(bits, type, itag, itype)                                                  \
+  extern "C" __global__ void oar_index_select_b##bits##_##itag(                               \
+      const type* x, const itype* index, type* y, ErrorWord* error, int64_t outer,            \
+      int64_t extent, int64_t inner, int64_t m) {                                             \
+    index_select_kernel<type, itype>(x, index, y, error, outer, extent, inner, m); }          \
+  extern "C" __global__ void oar_gather_b##bits##_##itag(const type* x, const itype* index,   \
+                                                         type* y, ErrorWord* error, Geo g,    \
+                                                         int64_t axis, int64_t extent) {      \
+    gather_kernel<type, itype>(x, index, y, error, g, axis, extent); }
+#define OAR_INDEXED_BOTH(bits, type) OAR_INDEXED(bits, type, i32, int32_t)                    \
+  OAR_INDEXED(bits, type, i64, long long)
 // clang-format on
 
 OAR_UNARY(neg, kNeg)
@@ -565,3 +633,8 @@ OAR_FLOAT_TYPES(OAR_NN_ONE, unused)
 OAR_MATMUL(f32, float, double)
 OAR_MATMUL(f16, oar_f16_t, float)
 OAR_MATMUL(bf16, oar_bf16_t, float)
+
+OAR_INDEXED_BOTH(8, uint8_t)
+OAR_INDEXED_BOTH(16, uint16_t)
+OAR_INDEXED_BOTH(32, uint32_t)
+OAR_INDEXED_BOTH(64, unsigned long long)

@@ -629,10 +629,10 @@ TEST_F(CudaOperatorTest, RegistersTheOperatorsOfItsKernelsForTheirDtypesOnly) {
     EXPECT_EQ(signatures.count(expected), 1u) << expected;
   }
   // Nothing the kernels do not compute: integer arithmetic, f64 math, casts
-  // to or from integers, indexing (not yet).
-  for (const char* absent : {"add:i32,i32->i32", "exp:f64->f64", "sum:i64->i64", "cast:i32->f32",
-                             "cast:f32->i32", "lt:u8,u8->bool", "eq:bool,bool->bool",
-                             "matmul:f64,f64->f64", "index_select:f32,i64->f32"}) {
+  // to or from integers, embedding.
+  for (const char* absent :
+       {"add:i32,i32->i32", "exp:f64->f64", "sum:i64->i64", "cast:i32->f32", "cast:f32->i32",
+        "lt:u8,u8->bool", "eq:bool,bool->bool", "matmul:f64,f64->f64", "embedding:f32,i64->f32"}) {
     EXPECT_EQ(signatures.count(absent), 0u) << absent;
   }
   // copy is the one operator whose input may have any strides.
@@ -642,8 +642,9 @@ TEST_F(CudaOperatorTest, RegistersTheOperatorsOfItsKernelsForTheirDtypesOnly) {
   }
   // 17 unary and 7 binary operators x 3 float dtypes, 6 comparisons x 5,
   // where / copy / transpose / fill x 10 dtypes, 9 casts, 5 reductions x 3,
-  // softmax / log_softmax / layer_norm / matmul x 3.
-  EXPECT_EQ(defs_.size(), 178u);
+  // softmax / log_softmax / layer_norm / matmul x 3, index_select / gather x
+  // 10 dtypes x 2 index dtypes.
+  EXPECT_EQ(defs_.size(), 218u);
 }
 
 // Every registered signature, called once with small tensors, launches one
@@ -665,6 +666,7 @@ TEST_F(CudaOperatorTest, EveryRegisteredSignatureLaunchesAKernelOfTheImage) {
       std::vector<int64_t> shape = {2, 3};
       if (d.op == "layer_norm" && i > 0) shape = {3};
       if (d.op == "matmul" && i > 0) shape = {3, 2};
+      if (d.op == "index_select" && i > 0) shape = {2};
       inputs.push_back(tensor(shape, d.dtypes[i]).t);
     }
     std::vector<int64_t> out_shape = {2, 3};
@@ -677,6 +679,13 @@ TEST_F(CudaOperatorTest, EveryRegisteredSignatureLaunchesAKernelOfTheImage) {
       a.name = "perm";
       a.type = OAR_ATTR_TYPE_INT_ARRAY;
       a.value.ints = {perm, 2};
+      attrs.push_back(a);
+    }
+    if (op == "gather") {
+      oar_attr_t a{};
+      a.name = "axis";
+      a.type = OAR_ATTR_TYPE_INT;
+      a.value.i = 1;
       attrs.push_back(a);
     }
     if (op == "fill") {
@@ -1241,6 +1250,66 @@ TEST_F(CudaPluginTest, PeerCopiesWithoutDirectAccessAreStagedByTheDriver) {
   EXPECT_EQ(std::string(fake().log()).find("cuCtxEnablePeerAccess"), std::string::npos);
   EXPECT_EQ(api()->device_close(d0), OAR_STATUS_OK);
   EXPECT_EQ(api()->device_close(d1), OAR_STATUS_OK);
+}
+
+// --- index errors ------------------------------------------------------------------
+
+// An index kernel records a bad index in the stream's error word; the fake
+// runs no kernel, so the test writes the word (the fake's device memory is
+// host memory) where the launch's parameters say it is.
+TEST_F(CudaOperatorTest, AnIndexOutOfRangeFailsTheStreamWithOutOfRange) {
+  start_and_register();
+  auto& x = tensor({4, 3}, kF32);
+  auto& index = tensor({2}, kI64);
+  auto& y = tensor({2, 3}, kF32);
+  const ops_test::Def* select = find("index_select:f32,i64->f32");
+  ASSERT_NE(select, nullptr);
+  ASSERT_EQ(call(*select, {x.t, index.t}, {y.t}), OAR_STATUS_OK) << last_error;
+  auto l = ops_test::launches();
+  ASSERT_EQ(l.size(), 1u);
+  EXPECT_EQ(l[0].name, "oar_index_select_b32_i64");
+  // (x, index, y, error, outer, extent, inner, m)
+  ASSERT_EQ(l[0].params.size(), 64u);
+  const uint64_t word = l[0].at<uint64_t>(24);
+  EXPECT_NE(word, 0u);
+  EXPECT_EQ(l[0].at<int64_t>(32), 1);
+  EXPECT_EQ(l[0].at<int64_t>(40), 4);
+  EXPECT_EQ(l[0].at<int64_t>(48), 3);
+  EXPECT_EQ(l[0].at<int64_t>(56), 2);
+  EXPECT_EQ(api()->stream_synchronize(stream_), OAR_STATUS_OK) << last_error;  // word still 0
+  // gather along axis 1, then its kernel "finds" index 7 of extent 3.
+  fake().clear_launches();
+  auto& g = tensor({4, 2}, kI32);
+  auto& out = tensor({4, 2}, kF32);
+  oar_attr_t axis{};
+  axis.name = "axis";
+  axis.type = OAR_ATTR_TYPE_INT;
+  axis.value.i = 1;
+  ASSERT_EQ(call(*find("gather:f32,i32->f32"), {x.t, g.t}, {out.t}, {axis}), OAR_STATUS_OK)
+      << last_error;
+  l = ops_test::launches();
+  ASSERT_EQ(l.size(), 1u);
+  EXPECT_EQ(l[0].name, "oar_gather_b32_i32");
+  EXPECT_EQ(l[0].at<uint64_t>(24), word);  // one word per stream
+  // (x, index, y, error, Geo{rank 2, numel 8, shape [4, 2], x's strides [3, 1]}, axis, extent)
+  EXPECT_EQ(l[0].at<int64_t>(32), 2);
+  EXPECT_EQ(l[0].at<int64_t>(40), 8);
+  EXPECT_EQ(l[0].at<int64_t>(32 + 16 + 64), 3);
+  EXPECT_EQ(l[0].at<int64_t>(32 + 336), 1);
+  EXPECT_EQ(l[0].at<int64_t>(32 + 344), 3);
+  struct {
+    uint32_t flag;
+    int32_t op;
+    int64_t index, bound;
+  } bad{1, 2, 7, 3};
+  std::memcpy(reinterpret_cast<void*>(uintptr_t(word)), &bad, sizeof bad);
+  EXPECT_EQ(api()->stream_synchronize(stream_), OAR_STATUS_OUT_OF_RANGE);
+  EXPECT_EQ(last_error, "gather: index 7 out of range [0, 3)");
+  bool idle = false;
+  EXPECT_EQ(api()->stream_query(stream_, &idle), OAR_STATUS_OUT_OF_RANGE);
+  // The word goes with its stream.
+  EXPECT_EQ(api()->stream_destroy(stream_), OAR_STATUS_OK);
+  stream_ = nullptr;
 }
 
 }  // namespace
