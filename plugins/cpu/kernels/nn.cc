@@ -171,10 +171,14 @@ void softmax_kernel(KernelContext& context) {
       const T* px = x.ptr<T>();
       T* py = y.ptr<T>();
       if constexpr (std::is_same_v<T, float>) {
-        if (inner == 1) {  // contiguous rows: the vectorized rows, in chunks
+        if (inner == 1) {
+          // Contiguous rows: the vectorized rows, in chunks handed out as
+          // threads ask (schedule(dynamic)): on a loaded machine, a thread
+          // that waits for a core leaves its share to the others. A row's
+          // result does not depend on which thread computes it.
           const int64_t chunk = std::max<int64_t>(1, kParallelWork / n);
           const int64_t chunks = (lines + chunk - 1) / chunk;
-#pragma omp parallel for if (chunks > 1) schedule(static)
+#pragma omp parallel for if (chunks > 1) schedule(dynamic)
           for (int64_t c = 0; c < chunks; ++c) {
             const int64_t first = c * chunk, count = std::min(chunk, lines - first);
             softmax_rows_f32(px + first * n, py + first * n, count, n, log);
@@ -324,7 +328,7 @@ void norm_run(View x, View weight, View bias, View y, double eps, bool rms) {
     const int64_t chunks = (rows + chunk - 1) / chunk;
     const float *px = x.ptr<float>(), *w = weight.ptr<float>(), *b = bias.ptr<float>();
     float* py = y.ptr<float>();
-#pragma omp parallel for if (chunks > 1) schedule(static)
+#pragma omp parallel for if (chunks > 1) schedule(dynamic)
     for (int64_t c = 0; c < chunks; ++c) {
       const int64_t first = c * chunk, count = std::min(chunk, rows - first);
       norm_rows_f32(px + first * d, w, b, py + first * d, count, d, eps, rms);
@@ -481,7 +485,7 @@ void conv_run(View x, View weight, View bias, View y, Window s) {
   }
   if (per_thread) {
     F* cols = col.data();
-#pragma omp parallel for num_threads(int(threads)) schedule(static)
+#pragma omp parallel for num_threads(int(threads)) schedule(dynamic)
     for (int64_t pair = 0; pair < pairs; ++pair) {
       const int64_t n = pair / s.groups, g = pair % s.groups;
       const F* xg = px + (n * s.c + g * cg) * s.h * s.w;
