@@ -64,7 +64,14 @@ void matmul_kernel(KernelContext& c) {
   p.add(row_tiles);
   p.add(col_tiles);
   const bool broadcast = c.stream->device->physical->subgroup_broadcast;
-  dispatch(c.stream, module_name(broadcast ? "matmul" : "matmul_plain", {y.dtype}), 0,
+  // f32 with b's rows contiguous and every row start a multiple of 4
+  // elements: b loaded as vec4s (matmul.comp, MM_VEC4), 4 columns a load.
+  const int64_t b_k = tb ? b_col : b_row, b_n = tb ? b_row : b_col;
+  bool vec4 = broadcast && y.dtype.code == kDLFloat && y.dtype.bits == 32 && b_n == 1 &&
+              b_k % 4 == 0 && b.offset % 4 == 0 && N % 4 == 0;
+  for (int64_t stride : bs) vec4 = vec4 && stride % 4 == 0;
+  const char* module = vec4 ? "matmul_v4" : broadcast ? "matmul" : "matmul_plain";
+  dispatch(c.stream, module_name(module, {y.dtype}), 0,
            {{0, a.buffer()}, {1, b.buffer()}, {3, y.buffer()}}, p.data(), p.size(),
            uint64_t(tiles * kMatmulGroup));
 }

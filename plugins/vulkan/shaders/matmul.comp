@@ -17,6 +17,10 @@
 //  - MM_SHARED (matmul_plain_*): the workgroup copies the MM_TM x MM_BK tile
 //    of a into shared memory together, then every invocation reads it;
 //  - neither: each invocation loads them from the buffer.
+// MM_VEC4 (matmul_v4_3: f32, b's rows contiguous, N and b's row starts
+// multiples of 4) reads b as vec4s: lane lx owns the 4-column groups
+// j * WX + lx of the tile, one 16-byte load each per k instead of 4 element
+// loads (llvmpipe runs one loop over the lanes per load, not per component).
 // Workgroups take tiles in a grid-stride loop (every invocation of a
 // workgroup runs the same number of turns, so barriers and broadcasts are in
 // uniform control flow). Rows past M and columns past N load the last row or
@@ -33,7 +37,14 @@
 #include "common.glsl"
 
 TENSOR(0, DT, a)
+#if MM_VEC4
+// f32 with b's rows contiguous, 16-byte aligned and N a multiple of 4 (the
+// host checks): b as vec4s, so a lane loads 4 columns in one load.
+layout(std430, set = 0, binding = 1) buffer b_block { vec4 v[]; }
+b;
+#else
 TENSOR(1, DT, b)
+#endif
 TENSOR(3, DT, y)
 
 #ifndef MM_TM
@@ -50,6 +61,12 @@ TENSOR(3, DT, y)
 #endif
 #ifndef MM_SUBGROUP
 #define MM_SUBGROUP 1
+#endif
+#ifndef MM_VEC4
+#define MM_VEC4 0
+#endif
+#if MM_VEC4
+#define MM_NB (MM_TN / 4)  // vec4 loads of b per k
 #endif
 
 #if MM_SHARED
@@ -71,10 +88,18 @@ void main() {
     const uint col0 = tile_col * WX * MM_TN;
     const int a_base = P(29) + strided_offset(batch, P(1), 2, 10);
     const int b_base = P(32) + strided_offset(batch, P(1), 2, 18);
+#if MM_VEC4
+    // Lane lx owns columns 4 (j WX + lx) .. + 3 of the tile for j < MM_NB.
+    int b_col[MM_NB];
+    [[unroll]] for (uint j = 0u; j < MM_NB; ++j) {
+      b_col[j] = b_base / 4 + int(min(col0 / 4u + j * WX + lx, N / 4u - 1u));
+    }
+#else
     int b_col[MM_TN];
     [[unroll]] for (uint j = 0u; j < MM_TN; ++j) {
       b_col[j] = b_base + int(min(col0 + j * WX + lx, N - 1u)) * b_n;
     }
+#endif
 #if MM_SUBGROUP
     uint a_row_lane[MM_TM / 8];
     [[unroll]] for (uint h = 0u; h < MM_TM / 8; ++h) {
@@ -111,7 +136,17 @@ void main() {
         }
 #endif
         float bv[MM_TN];
+#if MM_VEC4
+        [[unroll]] for (uint j = 0u; j < MM_NB; ++j) {
+          const vec4 q = b.v[uint(b_col[j] + bk / 4)];
+          bv[4u * j] = q.x;
+          bv[4u * j + 1u] = q.y;
+          bv[4u * j + 2u] = q.z;
+          bv[4u * j + 3u] = q.w;
+        }
+#else
         [[unroll]] for (uint j = 0u; j < MM_TN; ++j) bv[j] = load_b(uint(b_col[j] + bk));
+#endif
         [[unroll]] for (uint i = 0u; i < MM_TM; ++i) {
 #if MM_SHARED
           const float av = a_tile[i][kk];
@@ -130,7 +165,11 @@ void main() {
       const uint row = row0 + i;
       if (row >= M) break;
       [[unroll]] for (uint j = 0u; j < MM_TN; ++j) {
+#if MM_VEC4
+        const uint col = col0 + 4u * ((j / 4u) * WX + lx) + j % 4u;
+#else
         const uint col = col0 + j * WX + lx;
+#endif
         if (col < N) store_y(y_base + row * N + col, acc[i][j]);
       }
     }
