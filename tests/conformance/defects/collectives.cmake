@@ -17,17 +17,16 @@ oar_add_defect(collectives_callback_inline
 if(NOT TARGET oar_plugin_sim)
   return()
 endif()
+oar_add_defect_shim(sim)
 # oar_add_sim_collective_defect(<name> FILTER <globs> ID_REGEX <regex>)
 function(oar_add_sim_collective_defect name)
   cmake_parse_arguments(ARG "" "FILTER;ID_REGEX" "" ${ARGN})
-  oar_add_plugin(sim_defect_${name} SOURCES shim.cc variants/${name}.cc
+  oar_add_plugin(sim_defect_${name}
+    SOURCES $<TARGET_OBJECTS:oar_defect_shim_sim> variants/${name}.cc
     LIBRARIES ${CMAKE_DL_LIBS} Threads::Threads
     OUTPUT_DIR ${OAR_DEFECT_PLUGIN_DIR}
     MANIFEST_DIR ${OAR_DEFECT_MANIFEST_DIR}
     NO_INSTALL)
-  target_compile_definitions(oar_plugin_sim_defect_${name} PRIVATE
-    OAR_DEFECT_PLUGIN_NAME="sim_defect_${name}"
-    OAR_DEFECT_REAL_PLUGIN="$<TARGET_FILE:oar_plugin_sim>")
   add_dependencies(oar_plugin_sim_defect_${name} oar_plugin_sim)
   add_test(NAME conformance_catches_${name}
     COMMAND ${CMAKE_COMMAND}

@@ -49,7 +49,7 @@ oar_add_defect(accumulates_into_output FILTER "ops/sum/f32/*,ops/matmul/f32/*"
 # Correct but awkward: the execution tests must certify them.
 # Every kernel call takes 0.65 s before it queues the kernel.
 oar_add_defect(slow_launch FILTER "ops/relu/f32/behind_*,ops/relu/f32/concurrent_streams"
-               EXPECT clean TIMEOUT 300)
+               EXPECT clean TIMEOUT 300 LIGHT)
 # Every kernel call waits for its stream, runs the kernel and waits for it.
 oar_add_defect(synchronous_kernels
                FILTER "ops/relu/f32/behind_*,ops/relu/f32/concurrent_streams,ops/relu/f32/prime*"

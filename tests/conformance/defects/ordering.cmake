@@ -26,11 +26,11 @@ oar_add_defect(destroy_drops_batch FILTER "abi/streams/*" EXPECT not_certified A
 # Host callbacks that run at once on the caller's thread, twice, never, or
 # early on a thread of their own: each fails fast, with its own message.
 oar_add_defect(callback_inline FILTER "abi/callbacks/*" EXPECT not_certified AREA abi
-               ID_REGEX "run_unprompted_on_a_plugin_thread_once" TIMEOUT 60)
+               ID_REGEX "run_unprompted_on_a_plugin_thread_once" TIMEOUT 60 LIGHT)
 oar_add_defect(callback_twice FILTER "abi/callbacks/*" EXPECT not_certified AREA abi
                ID_REGEX "run_unprompted_on_a_plugin_thread_once" TIMEOUT 60)
 oar_add_defect(callback_never FILTER "abi/callbacks/*" EXPECT not_certified AREA abi
-               ID_REGEX "run_unprompted_on_a_plugin_thread_once" TIMEOUT 60)
+               ID_REGEX "run_unprompted_on_a_plugin_thread_once" TIMEOUT 60 LIGHT)
 oar_add_defect(callback_early FILTER "abi/callbacks/*" EXPECT not_certified AREA abi
                ID_REGEX "held_back_by_earlier_work" TIMEOUT 60)
 # Lost failures: an index error (no fault injection) that events, stream_query

@@ -7,9 +7,13 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <string>
 
-#if !defined(OAR_DEFECT_PLUGIN_NAME) || !defined(OAR_DEFECT_REAL_PLUGIN)
-#error "build with OAR_DEFECT_PLUGIN_NAME and OAR_DEFECT_REAL_PLUGIN defined"
+// Compiled once per real plugin and linked into each of its variants, so the
+// variant's name is not known here at build time: own_name() reads it from the
+// library's file, liboar_plugin_<name>.so (oar_add_plugin names it so).
+#if !defined(OAR_DEFECT_REAL_PLUGIN)
+#error "build with OAR_DEFECT_REAL_PLUGIN defined (the real plugin's library)"
 #endif
 
 namespace oar_defect {
@@ -20,6 +24,23 @@ namespace {
 
 oar_plugin_api_t g_table{};  // ours: a copy of the real table with slots replaced
 std::once_flag g_once;
+std::string g_name;  // the variant's plugin name, from its library's file name
+
+// "cpu_defect_x" for .../liboar_plugin_cpu_defect_x.so; empty if unknown.
+std::string own_name() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<const void*>(&g_table), &info) == 0 || info.dli_fname == nullptr) {
+    return "";
+  }
+  std::string file = info.dli_fname;
+  file = file.substr(file.find_last_of('/') + 1);
+  const std::string prefix = "liboar_plugin_", suffix = ".so";
+  if (file.size() <= prefix.size() + suffix.size() || file.compare(0, prefix.size(), prefix) != 0 ||
+      file.compare(file.size() - suffix.size(), suffix.size(), suffix) != 0) {
+    return "";
+  }
+  return file.substr(prefix.size(), file.size() - prefix.size() - suffix.size());
+}
 
 // Kernels wrapped so far. Kept until this library is unloaded: a few bytes per
 // kernel each time a runtime loads us. A deque: elements never move.
@@ -65,17 +86,22 @@ oar_status_t wrapped_register_kernels(const oar_kernel_registrar_t* registrar) {
 }
 
 void load_real(uint32_t host_abi_major, uint32_t host_abi_minor) {
+  g_name = own_name();
+  if (g_name.empty()) {
+    std::fprintf(stderr, "defect shim: its library is not named liboar_plugin_<name>.so\n");
+    return;
+  }
+  const char* name = g_name.c_str();
   void* library = dlopen(OAR_DEFECT_REAL_PLUGIN, RTLD_NOW | RTLD_LOCAL);
   if (library == nullptr) {
-    std::fprintf(stderr, "%s: cannot load the real plugin: %s\n", OAR_DEFECT_PLUGIN_NAME,
-                 dlerror());
+    std::fprintf(stderr, "%s: cannot load the real plugin: %s\n", name, dlerror());
     return;
   }
   auto query = reinterpret_cast<oar_plugin_query_fn>(dlsym(library, OAR_PLUGIN_ENTRY_SYMBOL));
   const oar_plugin_api_t* table =
       query != nullptr ? query(host_abi_major, host_abi_minor) : nullptr;
   if (table == nullptr || table->struct_size < OAR_PLUGIN_API_HEADER_SIZE) {
-    std::fprintf(stderr, "%s: the real plugin %s has no usable table\n", OAR_DEFECT_PLUGIN_NAME,
+    std::fprintf(stderr, "%s: the real plugin %s has no usable table\n", name,
                  OAR_DEFECT_REAL_PLUGIN);
     dlclose(library);
     return;
@@ -83,7 +109,7 @@ void load_real(uint32_t host_abi_major, uint32_t host_abi_minor) {
   size_t size = table->struct_size < sizeof g_table ? table->struct_size : sizeof g_table;
   std::memcpy(&g_table, table, size);
   g_table.struct_size = size;
-  g_table.name = OAR_DEFECT_PLUGIN_NAME;
+  g_table.name = name;
   real = table;
   install(g_table);
   // The real plugin stays loaded until the process exits: our table points
