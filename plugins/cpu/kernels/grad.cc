@@ -163,6 +163,59 @@ void pointwise_kernel(KernelContext& context) {
   });
 }
 
+// The f32 row loops below are compiled for AVX-512, AVX2+FMA and the
+// baseline, the loader picking the widest the processor runs (as nn.cc's
+// forward rows): a result depends on the clone, never on the thread count.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__ELF__)
+#define OAR_CPU_GRAD_SIMD \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define OAR_CPU_GRAD_SIMD
+#endif
+
+// Lanes of the row sums: element j adds to double lane j % kRowLanes, and
+// the lanes are added in a fixed tree at the end. Independent adds (four
+// AVX-512 registers) instead of one chain that waits on each add's latency;
+// the order does not depend on the vector width. In double, as these sums
+// cancel (dy takes both signs).
+constexpr int64_t kRowLanes = 32;
+
+// The sum over j < n of term(j).
+template <typename Term>
+inline __attribute__((always_inline)) double row_sum(int64_t n, Term&& term) {
+  double lane[kRowLanes] = {};
+  int64_t j = 0;
+  for (; j + kRowLanes <= n; j += kRowLanes) {
+    for (int64_t l = 0; l < kRowLanes; ++l) lane[l] += term(j + l);
+  }
+  for (; j < n; ++j) lane[j % kRowLanes] += term(j);
+  for (int64_t half = kRowLanes / 2; half > 0; half /= 2) {
+    for (int64_t l = 0; l < half; ++l) lane[l] += lane[l + half];
+  }
+  return lane[0];
+}
+
+// softmax_grad (log_softmax_grad with |log|) of |rows| contiguous f32 rows of
+// |n|: the row's sum (of dy y, or of dy) in double lanes, then one pass,
+// rounded once.
+OAR_CPU_GRAD_SIMD void softmax_rows_grad_f32(const float* dy, const float* y, float* dx,
+                                             int64_t rows, int64_t n, bool log) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* g = dy + r * n;
+    const float* v = y + r * n;
+    float* o = dx + r * n;
+    if (log) {
+      const double sum = row_sum(n, [&](int64_t j) { return double(g[j]); });
+#pragma omp simd
+      for (int64_t j = 0; j < n; ++j) o[j] = float(double(g[j]) - double(exp_f32(v[j])) * sum);
+    } else {
+      const double sum = row_sum(n, [&](int64_t j) { return double(g[j]) * double(v[j]); });
+#pragma omp simd
+      for (int64_t j = 0; j < n; ++j) o[j] = float(double(v[j]) * (double(g[j]) - sum));
+    }
+  }
+}
+
 // softmax_grad: dx = y (dy - sum(dy y)); log_softmax_grad: dx = dy - exp(y) sum(dy).
 void row_kernel(KernelContext& context) {
   const bool log = std::string(context.schema.name) == "log_softmax_grad";
@@ -181,18 +234,13 @@ void row_kernel(KernelContext& context) {
       const T* py = y.ptr<T>();
       T* out = dx.ptr<T>();
       if constexpr (std::is_same_v<T, float>) {
-        if (log && inner == 1) {  // contiguous f32 rows: loops that vectorize
-#pragma omp parallel for if (lines * n > kParallelWork) schedule(static)
-          for (int64_t line = 0; line < lines; ++line) {
-            const float* g = pdy + line * n;
-            const float* v = py + line * n;
-            float* o = out + line * n;
-            double sum = 0;
-#pragma omp simd reduction(+ : sum)
-            for (int64_t j = 0; j < n; ++j) sum += double(g[j]);
-#pragma omp simd
-            for (int64_t j = 0; j < n; ++j)
-              o[j] = float(double(g[j]) - double(exp_f32(v[j])) * sum);
+        if (inner == 1) {  // contiguous f32 rows: softmax_rows_grad_f32
+          const int64_t chunk = std::max<int64_t>(1, kParallelWork / n);
+          const int64_t chunks = (lines + chunk - 1) / chunk;
+#pragma omp parallel for if (chunks > 1) schedule(static)
+          for (int64_t c = 0; c < chunks; ++c) {
+            const int64_t first = c * chunk, count = std::min(chunk, lines - first);
+            softmax_rows_grad_f32(pdy + first * n, py + first * n, out + first * n, count, n, log);
           }
           return;
         }
