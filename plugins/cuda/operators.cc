@@ -303,8 +303,8 @@ void layer_norm_body(const sdk::KernelCall& call) {
                            grid_for_rows(uint64_t(n / d)), args);
 }
 
-// matmul: cuBLAS when it is there and the batch is one stride per operand
-// (after merging), else OAR's kernel (a 16 x 16 tile of y per block).
+// matmul: cuBLAS when it is there, the batch is one stride per operand
+// (after merging) and K > 0, else OAR's kernel (a 16 x 16 tile of y per block).
 void matmul_body(const sdk::KernelCall& call) {
   check_tensors(call);
   const DLTensor& a = call.input(0);
@@ -327,7 +327,9 @@ void matmul_body(const sdk::KernelCall& call) {
   gemm.a = address(a), gemm.b = address(b), gemm.y = address(y);
   gemm.transpose_a = ta, gemm.transpose_b = tb;
   constexpr int64_t kInt = 0x7fffffff;
-  if (g.rank <= 1 && m <= kInt && n <= kInt && k <= kInt && g.numel <= kInt) {
+  // (k == 0 would give cuBLAS a leading dimension of 0, which it refuses:
+  // the kernel writes the zeros.)
+  if (g.rank <= 1 && k > 0 && m <= kInt && n <= kInt && k <= kInt && g.numel <= kInt) {
     gemm.m = int(m), gemm.n = int(n), gemm.k = int(k), gemm.batch = int(g.numel);
     if (g.rank == 1) {
       gemm.stride_y = g.strides[0][0], gemm.stride_a = g.strides[1][0];

@@ -1056,6 +1056,15 @@ TEST_F(CudaOperatorTest, MatmulCallsCublasWithTheRowMajorMapping) {
   EXPECT_EQ(l[0].at<int64_t>(24 + 80 + 72), 0);
   EXPECT_EQ(l[0].at<int64_t>(24 + 80 + 128), 0);  // b's: 0, 20
   EXPECT_EQ(l[0].at<int64_t>(24 + 80 + 136), 20);
+  // K = 0: zeros, written by OAR's kernel (cuBLAS refuses a leading dimension of 0).
+  fake().clear_launches();
+  auto& e = tensor({3, 0}, kF16);
+  auto& f = tensor({0, 5}, kF16);
+  auto& z = tensor({3, 5}, kF16);
+  ASSERT_EQ(call(*find("matmul:f16,f16->f16"), {e.t, f.t}, {z.t}), OAR_STATUS_OK) << last_error;
+  EXPECT_EQ(std::string(cublas().log()), "");
+  ASSERT_EQ(ops_test::launches().size(), 1u);
+  EXPECT_EQ(ops_test::launches()[0].name, "oar_matmul_f16");
   // A failure of cuBLAS fails the call, naming it.
   setenv("OAR_CUDA_FAKE_CUBLAS_STATUS", "13", 1);
   EXPECT_EQ(call(*find("matmul:f16,f16->f16"), {a.t, b.t}, {y.t}), OAR_STATUS_INTERNAL);
