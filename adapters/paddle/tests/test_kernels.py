@@ -213,6 +213,8 @@ REGISTERED = {
     **{n: ALL for n in ("concat", "concat_grad", "slice", "slice_grad", "gather",
                         "index_select", "tril", "triu", "tril_grad", "triu_grad")},
     **{n: NUMBERS for n in ("gather_grad", "index_select_grad")},
+    "rms_norm": FLOATS,
+    "rms_norm_grad": FLOATS,
     **{n: FLOATS for n in ("conv2d", "conv2d_grad", "pool2d", "pool2d_grad", "layer_norm",
                            "layer_norm_grad", "embedding", "embedding_grad",
                            "cross_entropy_with_softmax", "cross_entropy_with_softmax_grad",
@@ -334,6 +336,62 @@ def no_strided_views():
 @pytest.mark.parametrize("dtype", dtypes(ALL))
 def test_indexing(name, fn, dtype, no_strided_views):
     run_case(fn, 2, dtype)
+
+
+# ---- rms_norm: Paddle's CPU wheel has no kernel for it, so the reference is
+# numpy in float64 (y = x / sqrt(mean(x^2) + eps) * scale over the normalized
+# axes; invvar = that 1 / sqrt per row) on the dtype-rounded inputs.
+# A large eps, so that an eps lost on the way (OAR's default is 1e-6,
+# Paddle's 1e-5) fails the comparison.
+EPS = 1e-3  # the largest Paddle accepts
+
+
+def _rms_ref(x, w, eps, naxes):
+    rows = x.reshape(-1, int(np.prod(x.shape[x.ndim - naxes:])))
+    inv = 1.0 / np.sqrt((rows * rows).mean(axis=1, keepdims=True) + eps)
+    y = (rows * inv).reshape(x.shape) * (w if w is not None else 1.0)
+    return y, inv.reshape(x.shape[:x.ndim - naxes])
+
+
+@pytest.mark.parametrize("dtype", dtypes(FLOATS))
+@pytest.mark.parametrize("naxes,with_scale", [(1, True), (2, True), (1, False)])
+def test_rms_norm_matches_numpy(dtype, naxes, with_scale):
+    rng = np.random.default_rng(3)
+    shape = (3, 4, 8)
+    paddle.set_device("cpu")
+    x = paddle.to_tensor(rng.uniform(-2, 2, shape)).astype(dtype)
+    w = paddle.to_tensor(rng.uniform(0.5, 1.5, shape[3 - naxes:])).astype(dtype)
+    xr, wr = x.astype("float64").numpy(), w.astype("float64").numpy()
+    ref_y, ref_inv = _rms_ref(xr, wr if with_scale else None, EPS, naxes)
+    paddle.set_device(DEVICE)
+    y, inv = paddle._C_ops.rms_norm(x.to(DEVICE), w.to(DEVICE) if with_scale else None,
+                                    list(shape[3 - naxes:]), EPS)
+    assert y.place.is_custom_place() and y.dtype == x.dtype
+    assert inv.dtype == (paddle.float64 if dtype == "float64" else paddle.float32)
+    rtol, atol = TOL[dtype]
+    np.testing.assert_allclose(y.cpu().astype("float64").numpy(), ref_y, rtol=rtol * 4, atol=atol * 4)
+    np.testing.assert_allclose(inv.cpu().astype("float64").numpy(), ref_inv,
+                               rtol=TOL["float32" if dtype != "float64" else dtype][0] * 4)
+
+
+@pytest.mark.parametrize("dtype", dtypes(["float32", "float64"]))
+def test_rms_norm_grad_matches_numpy(dtype):
+    rng = np.random.default_rng(4)
+    x0, w0 = rng.uniform(-2, 2, (5, 8)), rng.uniform(0.5, 1.5, (8,))
+    dy = np.linspace(-1, 1, 40).reshape(5, 8)
+    paddle.set_device(DEVICE)
+    x = paddle.to_tensor(x0.astype(dtype), stop_gradient=False)
+    w = paddle.to_tensor(w0.astype(dtype), stop_gradient=False)
+    y = F.rms_norm(x, [8], w, EPS)
+    y = y[0] if isinstance(y, (tuple, list)) else y  # Paddle 3.3.1 returns (y, invvar)
+    gx, gw = paddle.grad([(y * paddle.to_tensor(dy.astype(dtype))).sum()], [x, w])
+    inv = 1.0 / np.sqrt((x0 * x0).mean(axis=1, keepdims=True) + EPS)
+    xhat, g = x0 * inv, dy * w0
+    ref_dx = inv * (g - xhat * (g * xhat).mean(axis=1, keepdims=True))
+    ref_dw = (dy * xhat).sum(axis=0)
+    rtol, atol = TOL[dtype]
+    np.testing.assert_allclose(gx.numpy(), ref_dx, rtol=rtol * 10, atol=atol * 10)
+    np.testing.assert_allclose(gw.numpy(), ref_dw, rtol=rtol * 10, atol=atol * 10)
 
 
 def test_unsupported_form_names_device_and_kernel():
