@@ -61,8 +61,12 @@ class LocalGroup {
       posted_[size_t(local)] += ops.size() - p2p.size();
       const uint64_t mine = posted_[size_t(local)];
       while (executed_ < mine) {
-        if (aborted_) return aborted_status();
-        if (!failure_.ok()) return failure_;
+        if (aborted_ || !failure_.ok()) {
+          // The rank running a collective reads and writes every rank's
+          // memory through their ops: this rank's must outlive that.
+          cv_.wait(lock, [&] { return !executing_; });
+          return aborted_ ? aborted_status() : failure_;
+        }
         const bool ready = std::all_of(queues_.begin(), queues_.end(),
                                        [](const auto& queue) { return !queue.empty(); });
         if (!ready || executing_) {
