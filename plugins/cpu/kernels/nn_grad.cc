@@ -484,12 +484,22 @@ void col2im_add(const ConvGrad& s, int64_t channels, const F* col, F* out_planes
     for (int64_t t = 0; t < taps; ++t) {
       const int64_t p = t / s.kw, q = t % s.kw;
       const F* in = col + (c * taps + t) * plane;
+      // ow in [lo, hi) lands inside the row: 0 <= ow * sw + shift < w (the
+      // same adds in the same order as a bounds check per element).
+      const int64_t sw = s.stride[1], shift = q * s.dilation[1] - s.padding[1];
+      const int64_t lo = std::min(s.ow, shift >= 0 ? 0 : (-shift + sw - 1) / sw);
+      const int64_t hi =
+          std::max(lo, std::min(s.ow, s.w - shift <= 0 ? 0 : (s.w - shift + sw - 1) / sw));
       for (int64_t oh = 0; oh < s.oh; ++oh) {
         const int64_t h = oh * s.stride[0] - s.padding[0] + p * s.dilation[0];
         if (h < 0 || h >= s.h) continue;
-        for (int64_t ow = 0; ow < s.ow; ++ow) {
-          const int64_t w = ow * s.stride[1] - s.padding[1] + q * s.dilation[1];
-          if (w >= 0 && w < s.w) out[h * s.w + w] += in[oh * s.ow + ow];
+        F* dst = out + h * s.w + shift;
+        const F* src = in + oh * s.ow;
+        if (sw == 1) {
+#pragma omp simd
+          for (int64_t ow = lo; ow < hi; ++ow) dst[ow] += src[ow];
+        } else {
+          for (int64_t ow = lo; ow < hi; ++ow) dst[ow * sw] += src[ow];
         }
       }
     }
