@@ -459,9 +459,9 @@ void im2col(const F* x, const Window& s, int64_t channels, F* col) {
 constexpr int64_t kConvTile = int64_t(1) << 16;
 
 // Per image and group: y_g [O/g, OH*OW] = w_g [O/g, C/g*kH*kW] x col [C/g*kH*kW, OH*OW].
-// With at least as many (image, group) pairs as threads, each thread takes
-// whole pairs (its own col matrix, a one-thread GEMM); else the pairs run in
-// turn with im2col and the GEMM shared out.
+// On one thread, or with at least as many (image, group) pairs as threads,
+// each thread takes whole pairs (its own col tiles, one-thread GEMMs); else
+// the pairs run in turn with im2col and the GEMM shared out.
 template <typename T>
 void conv_run(View x, View weight, View bias, View y, Window s) {
   using F = blas_t<T>;
@@ -476,7 +476,7 @@ void conv_run(View x, View weight, View bias, View y, Window s) {
                 s.padding == std::array<int64_t, 2>{0, 0};
   const int64_t pairs = s.n * s.groups, threads = omp_get_max_threads();
   const bool per_thread =
-      threads > 1 && pairs >= threads && pairs * og * plane * depth >= kParallelGemm;
+      threads == 1 || (pairs >= threads && pairs * og * plane * depth >= kParallelGemm);
   // Output rows per col tile (per-thread path).
   const int64_t tile_rows = std::clamp<int64_t>(kConvTile / std::max<int64_t>(depth * s.ow, 1), 1,
                                                 std::max<int64_t>(s.oh, 1));
