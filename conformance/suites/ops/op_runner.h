@@ -139,6 +139,7 @@ struct Expected {
   std::vector<HostTensor> outputs;
   bool scaled = false;   // sums of terms: compared with a magnitude
   HostTensor magnitude;  // the same sum over absolute values (when scaled)
+  double acc = -1;       // >= 0: replaces the family's acc (a decomposed call's bound)
 };
 Expected expected_results(const std::string& what, const ops::OpSchema& schema, const OpCase& c,
                           Family family, const std::vector<HostTensor>& inputs);

@@ -307,14 +307,48 @@ void store(Graph& g, const DLTensor* t, const DLTensor* out) {
 
 const DLTensor* row_sum(Graph& g, const DLTensor* t, int64_t axis) {
   OAR_OP(sum, "sum");
+  OAR_OP(concat, "concat");
+  // Each sum adds at most kBlock terms: a plugin's sum may be a plain running
+  // f32 sum (within the accumulate tolerance, acc·Σ|terms|), whose error the
+  // cancellation in dy − Σ dy·y and the norms' column sums magnify past the
+  // normalized tolerance on long rows; a tree of short sums errs like a
+  // pairwise sum (docs/ops.md, "Primitives and decompositions").
+  constexpr int64_t kBlock = 16;
+  const int r = t->ndim;
   std::vector<int64_t> axes{axis};
-  return g.call(sum, {t}, {Attr("axes", axes), Attr("keepdim", true)});
+  const int a = r == 0 ? 0 : int(axis < 0 ? axis + r : axis);
+  const int64_t length = r == 0 ? 1 : t->shape[a];
+  int64_t pre = 1, post = 1;
+  for (int d = 0; d < a; ++d) pre *= t->shape[d];
+  for (int d = a + 1; d < r; ++d) post *= t->shape[d];
+  if (length <= kBlock || pre * post == 0) {
+    return g.call(sum, {t}, {Attr("axes", axes), Attr("keepdim", true)});
+  }
+  // length ≤ c·span: c ≤ kBlock chunks of span = kBlock^k terms; the row is
+  // padded with zeros to c·span.
+  int64_t span = kBlock;
+  while (span * kBlock < length) span *= kBlock;
+  const int64_t chunks = (length + span - 1) / span;
+  const DLTensor* x = g.view(t, {pre, length, post});
+  if (chunks * span > length) {
+    const DLTensor* zeros = g.full({pre, chunks * span - length, post}, 0.0, t->dtype);
+    x = g.call(concat, {x, zeros}, {Attr("axis", int64_t(1))});
+  }
+  const std::vector<int64_t> inner{2}, outer{1};
+  for (int64_t n = chunks * span; n > chunks; n /= kBlock) {
+    x = g.call(sum, {g.view(x, {pre, n / kBlock, kBlock, post})},
+               {Attr("axes", inner), Attr("keepdim", false)});
+  }
+  x = g.call(sum, {x}, {Attr("axes", outer), Attr("keepdim", false)});
+  std::vector<int64_t> kept(t->shape, t->shape + r);
+  kept[size_t(a)] = 1;
+  return g.view(x, kept);
 }
 
 const DLTensor* row_mean(Graph& g, const DLTensor* x) {
-  OAR_OP(mean, "mean");
-  std::vector<int64_t> axes{-1};
-  return g.call(mean, {x}, {Attr("axes", axes), Attr("keepdim", true)});
+  OAR_OP(div, "div");
+  const int64_t length = x->ndim == 0 ? 1 : x->shape[x->ndim - 1];
+  return g.call(div, {row_sum(g, x, -1), g.scalar(double(length), x->dtype)});
 }
 
 RowStats row_stats(Graph& g, const DLTensor* x, double eps, bool centred) {

@@ -128,10 +128,11 @@ class Graph {
 // dtypes differ.
 void store(Graph& g, const DLTensor* t, const DLTensor* out);
 
-// Σ |t| along |axis|, kept.
+// Σ |t| along |axis|, kept: a tree of sums of at most 16 terms each (the row
+// padded with zeros to a multiple of the tree's width), so that the result
+// errs like a pairwise sum whatever order the plugin's sum adds in.
 const DLTensor* row_sum(Graph& g, const DLTensor* t, int64_t axis);
-// Mean over the last axis, kept: through the mean operator (native or
-// decomposed).
+// Mean over the last axis, kept: row_sum / the row's length.
 const DLTensor* row_mean(Graph& g, const DLTensor* x);
 
 // The row statistics of layer_norm (|centred|: c = x − mean(x), two passes)

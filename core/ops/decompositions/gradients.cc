@@ -225,14 +225,12 @@ void rotary_embedding_grad(Graph& g) {
 
 // ---- Norm gradients ----
 
-// Σ over every row of |t| ([..., D] -> [D]).
+// Σ over every row of |t| ([..., D] -> [D]), as a tree like row_sum.
 const DLTensor* column_sum(Graph& g, const DLTensor* t) {
-  OAR_OP(sum, "sum");
   const int64_t d = t->shape[t->ndim - 1];
   int64_t rows = 1;
   for (int i = 0; i + 1 < t->ndim; ++i) rows *= t->shape[i];
-  std::vector<int64_t> axes{0};
-  return g.call(sum, {g.view(t, {rows, d})}, {Attr("axes", axes), Attr("keepdim", false)});
+  return g.view(row_sum(g, g.view(t, {rows, d}), 0), {d});
 }
 
 // mean and rstd recomputed as the forward defines them (layer_norm: the

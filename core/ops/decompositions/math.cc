@@ -187,14 +187,22 @@ const DLTensor* fmod_of(Graph& g) {
     const DLTensor* valid = g.empty(b_shape, dtype::boolean);
     const DLTensor* closer = g.empty(out, dtype::boolean);
     for (int k = bits - 1; k >= 0; --k) {
-      // -|b|·2^k >= INT_MIN exactly when -|b| >= -2^(bits-1-k); at k = bits - 1
-      // the factor -2^(bits-1) gives -|b|·2^k for -|b| in {0, -1} (wrapping).
-      g.call_into(le, {g.scalar(-std::ldexp(1.0, bits - 1 - k), t), big}, valid);
-      const double factor = k == bits - 1 ? -std::ldexp(1.0, k) : std::ldexp(1.0, k);
-      g.call_into(mul, {big, g.scalar(factor, t)}, ts[0]);
+      // -|b|·2^k >= INT_MIN exactly when -|b| >= -2^(bits-1-k) (always at
+      // k = 0); at k = bits - 1, -|b|·(-2^(bits-2))·2 gives -|b|·2^k for -|b|
+      // in {0, -1} (wrapping). No constant is INT_MIN itself: a device's fill
+      // may not reach it (lavapipe's fills 0).
+      if (k == bits - 1) {
+        g.call_into(mul, {big, g.scalar(-std::ldexp(1.0, k - 1), t)}, ts[1]);
+        g.call_into(mul, {ts[1], g.scalar(2.0, t)}, ts[0]);
+      } else {
+        g.call_into(mul, {big, g.scalar(std::ldexp(1.0, k), t)}, ts[0]);
+      }
       g.call_into(le, {r, ts[0]}, closer);  // r <= -|b|·2^k <= 0
-      g.call_into(bitwise_and, {closer, valid}, cond);
-      step(ts[0], cond);
+      if (k > 0) {
+        g.call_into(le, {g.scalar(-std::ldexp(1.0, bits - 1 - k), t), big}, valid);
+        g.call_into(bitwise_and, {closer, valid}, cond);
+      }
+      step(ts[0], k > 0 ? cond : closer);
     }
     // -(|a| mod |b|) with a's sign restored; b = 0 gives 0.
     const DLTensor* y = g.call(where, {g.call(lt, {a, zero}), r, g.call(neg, {r})});
