@@ -87,7 +87,28 @@ std::string human_bytes(uint64_t bytes) {
   return unit == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.1f} {}", value, units[unit]);
 }
 
-nlohmann::json properties_json(const oar_device_properties_t& p) {
+namespace {
+
+// The first minor whose oar_device_properties_t has native_dtypes.
+constexpr uint32_t kNativeDtypesMinor = 1;
+
+}  // namespace
+
+std::string native_dtypes_text(const oar_device_properties_t& p, uint32_t plugin_abi_minor) {
+  if (plugin_abi_minor < kNativeDtypesMinor) return "not reported (plugin of ABI 1.0)";
+  std::string text;
+  for (const std::string& name : dtype_support_names(p.native_dtypes)) {
+    text += (text.empty() ? "" : ", ") + name;
+  }
+  return text.empty() ? "none beyond f32/int" : text;
+}
+
+nlohmann::json native_dtypes_json(const oar_device_properties_t& p, uint32_t plugin_abi_minor) {
+  if (plugin_abi_minor < kNativeDtypesMinor) return nullptr;
+  return dtype_support_names(p.native_dtypes);
+}
+
+nlohmann::json properties_json(const oar_device_properties_t& p, uint32_t plugin_abi_minor) {
   return {
       {"name", p.name},
       {"vendor", p.vendor},
@@ -101,6 +122,7 @@ nlohmann::json properties_json(const oar_device_properties_t& p) {
       {"dtypes", dtype_support_names(p.dtypes)},
       {"features", feature_names(p.features)},
       {"compute_units", p.compute_units},
+      {"native_dtypes", native_dtypes_json(p, plugin_abi_minor)},
   };
 }
 
@@ -129,7 +151,7 @@ nlohmann::json device_json(Device& device) {
       {"name", device.name()},
       {"plugin", device.plugin_name()},
       {"index", device.index()},
-      {"properties", properties_json(device.properties())},
+      {"properties", properties_json(device.properties(), device.api().abi_minor)},
   };
   return json;
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "oar/device.h"
+#include "oar/plugin.h"
 #include "oar/runtime.hpp"
 
 namespace oar::cli {
@@ -32,7 +33,18 @@ std::string for_terminal(std::string_view text, size_t max_bytes);
 // plugin's name) is replaced, never an exception.
 std::string dump_json(const nlohmann::json& document);
 
-nlohmann::json properties_json(const oar_device_properties_t& properties);
+// The native_dtypes field (ABI 1.1), which a plugin of ABI 1.0 does not
+// write: its names, "none beyond f32/int" when empty, or "not reported" for
+// a plugin of |plugin_abi_minor| 0. In JSON a list, or null when not reported.
+std::string native_dtypes_text(const oar_device_properties_t& properties,
+                               uint32_t plugin_abi_minor);
+nlohmann::json native_dtypes_json(const oar_device_properties_t& properties,
+                                  uint32_t plugin_abi_minor);
+
+// |plugin_abi_minor|: of the plugin that filled |properties| (fields a plugin
+// of an older minor does not write are null).
+nlohmann::json properties_json(const oar_device_properties_t& properties,
+                               uint32_t plugin_abi_minor = OAR_ABI_MINOR);
 nlohmann::json plugin_json(const PluginRecord& record);
 nlohmann::json device_json(Device& device);
 

@@ -194,6 +194,8 @@ void print_info(oar::Device& device) {
   row("min_alignment", fmt::format("{} bytes", p.min_alignment));
   row("memory_kinds", join(oar::cli::memory_kind_names(p.memory_kinds)));
   row("dtypes (beyond f32/int)", join(oar::cli::dtype_support_names(p.dtypes)));
+  // The hardware's arithmetic, apart from the kernels' claims above.
+  row("native arithmetic", oar::cli::native_dtypes_text(p, device.api().abi_minor));
   row("features", join(oar::cli::feature_names(p.features)));
   row("compute_units", std::to_string(p.compute_units));
   row("kernels (same dtype)", kernel_coverage(device));

@@ -11,6 +11,7 @@
 #   --full: then the whole suite under emulation as well (every operator and
 #           dtype, the full profile; about an hour on 2 cores), report in
 #           build-arm/conformance/cpu-aarch64-full/.
+# OAR_ARM_BUILD=<dir> builds there instead of build-arm/.
 # OAR_QEMU_CPU=<model> (qemu-aarch64 -cpu help) emulates another processor
 # than qemu's `max`, e.g. neoverse-n1 (no bf16, no SVE) or cortex-a72 (no fp16).
 # On a real aarch64 machine, see plugins/cpu/README.md: the same build without
@@ -18,7 +19,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
-build=build-arm
+build=${OAR_ARM_BUILD:-build-arm}  # another build folder, e.g. one of several checkouts
 start=$SECONDS
 
 scripts/make-arm64-sysroot.sh >/dev/null
@@ -35,6 +36,22 @@ emulator=(qemu-aarch64 -L "$(scripts/make-arm64-sysroot.sh 2>/dev/null)")
 if [ -n "${OAR_QEMU_CPU:-}" ]; then emulator+=(-cpu "$OAR_QEMU_CPU"); fi
 "${emulator[@]}" "$build/bin/oar" list
 "${emulator[@]}" "$build/bin/oar" info cpu:0
+
+# native_dtypes follows the processor (docs/abi.md, "Native arithmetic"):
+# a Cortex-A72 has no half-precision arithmetic, a Neoverse N1 has f16 but no
+# bf16, qemu's max has both. The f16 and bf16 kernels are there on all three.
+for expected in "cortex-a72:f64" "neoverse-n1:f16, f64, int8_dot" "max:f16, bf16, f64, int8_dot"; do
+  model=${expected%%:*}
+  info=$(OAR_PLUGIN_PROBE=0 qemu-aarch64 -L "$(scripts/make-arm64-sysroot.sh 2>/dev/null)" -cpu "$model" \
+    "$build/bin/oar" info cpu:0)
+  if ! grep -qE "^  native arithmetic +${expected#*:}\$" <<<"$info" ||
+    ! grep -qE "^  dtypes \(beyond f32/int\) +f16, bf16, f64\$" <<<"$info"; then
+    echo "test-arm: -cpu $model: expected native arithmetic '${expected#*:}' and dtypes f16, bf16, f64:" >&2
+    echo "$info" >&2
+    exit 1
+  fi
+  echo "test-arm: -cpu $model: native arithmetic ${expected#*:}"
+done
 
 ctest --test-dir "$build" --output-on-failure -j "$jobs" --timeout 1800 \
   -R '^(CpuInfoTest|VmathTest|CachingAllocatorTest|Sdk[A-Za-z]*Test|ReferenceTest|HalfTest|Bf16Test)\.|^(cpu_device_describes_aarch64|conformance_certifies_cpu_aarch64_core)$'

@@ -207,7 +207,7 @@ std::string coverage_html(const Judgement& judgement) {
 
 std::string summary_tables(const Report& report) {
   const PluginRecord& plugin = report.target.plugin;
-  const json properties = cli::properties_json(report.target.properties);
+  const json properties = cli::properties_json(report.target.properties, plugin.abi_minor);
   const json host = host_json();
   std::string html = "<div style=\"display:flex;gap:24px;flex-wrap:wrap\">";
   html +=
@@ -229,6 +229,8 @@ std::string summary_tables(const Report& report) {
                           {"kind", properties["kind"]},
                           {"memory", cli::human_bytes(report.target.properties.total_memory)},
                           {"dtypes beyond f32/int", join(properties["dtypes"])},
+                          {"native arithmetic",
+                           cli::native_dtypes_text(report.target.properties, plugin.abi_minor)},
                           {"features", join(properties["features"])}}) +
           "</table>";
   html += "<table class=\"kv\">" +
@@ -426,7 +428,8 @@ nlohmann::json report_json(const Report& report) {
           {"device",
            {{"name", report.target.device_name},
             {"index", report.target.device_index},
-            {"properties", cli::properties_json(report.target.properties)}}},
+            {"properties",
+             cli::properties_json(report.target.properties, report.target.plugin.abi_minor)}}},
           {"host", host_json()},
           {"expectations", report.expectations_path},
           {"filter", report.filter},

@@ -36,8 +36,9 @@ typedef enum oar_memory_kind_e {
 } oar_memory_kind_e;
 
 /* Data types beyond f32/i32/i64/bool (which every device supports), as a bit
- * set in oar_device_properties_t.dtypes. The operator set has no u8 or i8
- * (docs/ops.md); INT8_DOT announces int8 dot products for a later set. */
+ * set in oar_device_properties_t.dtypes (kernels) and .native_dtypes (the
+ * hardware's arithmetic). The operator set has no u8 or i8 (docs/ops.md);
+ * INT8_DOT announces int8 dot products for a later set. */
 typedef enum oar_dtype_support_e {
   OAR_DTYPE_SUPPORT_F16 = 1 << 0,
   OAR_DTYPE_SUPPORT_BF16 = 1 << 1,
@@ -82,9 +83,22 @@ typedef struct oar_device_properties_t {
   uint32_t dtypes;              /* oar_dtype_support_e bits */
   uint32_t features;            /* oar_device_feature_e bits */
   uint32_t compute_units;
+  /* ABI 1.1. The oar_dtype_support_e bits whose arithmetic the hardware
+   * executes itself: instructions that compute on operands of that type
+   * (add, multiply, fma, or dot products accumulating wider), not only
+   * conversions to and from f32 (x86's f16c, every aarch64's fcvt). E.g. f16
+   * for Arm's fphp + asimdhp or x86's avx512_fp16, bf16 for Arm's bf16 or
+   * x86's avx512_bf16 / amx_bf16, f64 on every x86-64 and aarch64 core,
+   * int8_dot for Arm's asimddp or x86's VNNI. A fact about the hardware,
+   * independent of |dtypes|, which promises kernels: a claimed dtype that is
+   * not native is computed in a wider type (correct, no faster than f32).
+   * A plugin of ABI 1.0 does not write it: read it only when the plugin
+   * table's abi_minor is 1 or more (0 then means nothing beyond f32/i32/i64
+   * is native). docs/abi.md, "Native arithmetic". */
+  uint32_t native_dtypes;
 } oar_device_properties_t;
-#define OAR_DEVICE_PROPERTIES_STRUCT_SIZE OAR_STRUCT_SIZE(oar_device_properties_t, compute_units)
-OAR_CHECK_STRUCT_SIZE(oar_device_properties_t, compute_units, OAR_DEVICE_PROPERTIES_STRUCT_SIZE);
+#define OAR_DEVICE_PROPERTIES_STRUCT_SIZE OAR_STRUCT_SIZE(oar_device_properties_t, native_dtypes)
+OAR_CHECK_STRUCT_SIZE(oar_device_properties_t, native_dtypes, OAR_DEVICE_PROPERTIES_STRUCT_SIZE);
 
 /* Writes the number of devices the plugin serves to |out_count|; 0 when the
  * runtime or hardware is absent (that is not an error).

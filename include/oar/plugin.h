@@ -29,7 +29,7 @@ extern "C" {
 
 /* MAJOR changes break (remove, reorder, retype); MINOR only appends. */
 #define OAR_ABI_MAJOR 1
-#define OAR_ABI_MINOR 0
+#define OAR_ABI_MINOR 1
 
 #define OAR_PLUGIN_ENTRY_SYMBOL "oar_plugin_query"
 

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <initializer_list>
 #include <iterator>
 #include <sstream>
 #include <utility>
@@ -189,6 +190,27 @@ std::string device_name(const CpuInfo& info, bool aarch64) {
     if (info.features.count(feature) != 0) shown += std::string(shown.empty() ? "" : " ") + feature;
   }
   return name + " (aarch64: " + (shown.empty() ? "no NEON" : shown) + ")";
+}
+
+uint32_t native_dtypes(const CpuInfo& info, bool aarch64) {
+  auto any = [&](std::initializer_list<const char*> names) {
+    for (const char* name : names) {
+      if (info.features.count(name) != 0) return true;
+    }
+    return false;
+  };
+  uint32_t bits = OAR_DTYPE_SUPPORT_F64;
+  if (aarch64) {
+    // fphp alone is scalar only; kernels that gain from f16 are vector loops.
+    if (any({"fphp"}) && any({"asimdhp"})) bits |= OAR_DTYPE_SUPPORT_F16;
+    if (any({"bf16"})) bits |= OAR_DTYPE_SUPPORT_BF16;
+    if (any({"asimddp"})) bits |= OAR_DTYPE_SUPPORT_INT8_DOT;
+    return bits;
+  }
+  if (any({"avx512_fp16", "amx_fp16"})) bits |= OAR_DTYPE_SUPPORT_F16;
+  if (any({"avx512_bf16", "amx_bf16"})) bits |= OAR_DTYPE_SUPPORT_BF16;
+  if (any({"avx512_vnni", "avx_vnni", "amx_int8"})) bits |= OAR_DTYPE_SUPPORT_INT8_DOT;
+  return bits;
 }
 
 CpuInfo host_cpuinfo() {

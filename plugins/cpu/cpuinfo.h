@@ -10,6 +10,8 @@
 #include <string>
 #include <string_view>
 
+#include "oar/device.h"
+
 namespace oar::cpu {
 
 struct CpuInfo {
@@ -42,6 +44,15 @@ void set_from_midr(CpuInfo& info, uint64_t midr);
 // how kernels compute, e.g. "CPU: ARM Neoverse-V1 (aarch64: asimd fphp
 // asimdhp asimddp i8mm bf16 sve)".
 std::string device_name(const CpuInfo& info, bool aarch64);
+
+// The oar_dtype_support_e bits of the arithmetic the processor executes
+// itself (oar_device_properties_t.native_dtypes): f64 on every x86-64 and
+// aarch64 core; f16 for aarch64's fphp and asimdhp (scalar and vector half
+// precision) or x86's avx512_fp16 / amx_fp16; bf16 for aarch64's bf16 or
+// x86's avx512_bf16 / amx_bf16; int8 dot products for aarch64's asimddp or
+// x86's avx512_vnni / avx_vnni / amx_int8. Conversions alone (x86's f16c,
+// aarch64's fcvt, which every core has) are not arithmetic.
+uint32_t native_dtypes(const CpuInfo& info, bool aarch64);
 
 // The host's CpuInfo: /proc/cpuinfo, and on aarch64 the hardware capability
 // bits and MIDR_EL1 where the text does not describe an aarch64 processor.

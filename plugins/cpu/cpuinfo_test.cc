@@ -115,6 +115,46 @@ TEST(CpuInfoTest, MidrNamesTheProcessorWhenCpuinfoDoesNot) {
   EXPECT_EQ(info.model, "implementer 0x00 part 0x051");
 }
 
+// native_dtypes follows the hardware's arithmetic, machine by machine.
+constexpr uint32_t kF16 = OAR_DTYPE_SUPPORT_F16, kBf16 = OAR_DTYPE_SUPPORT_BF16,
+                   kF64 = OAR_DTYPE_SUPPORT_F64, kInt8Dot = OAR_DTYPE_SUPPORT_INT8_DOT;
+
+TEST(CpuInfoTest, NativeDtypesOfArmServersFollowFphpAsimdhpBf16AndAsimddp) {
+  EXPECT_EQ(native_dtypes(parse_cpuinfo(fixture("neoverse-n1")), true), kF64 | kF16 | kInt8Dot);
+  EXPECT_EQ(native_dtypes(parse_cpuinfo(fixture("kunpeng-920")), true), kF64 | kF16 | kInt8Dot);
+  EXPECT_EQ(native_dtypes(parse_cpuinfo(fixture("neoverse-v1")), true),
+            kF64 | kF16 | kBf16 | kInt8Dot);
+}
+
+TEST(CpuInfoTest, CortexA72HasNoNativeHalfPrecision) {
+  // It converts f16 (fcvt, every aarch64 core) but has no f16 arithmetic.
+  EXPECT_EQ(native_dtypes(parse_cpuinfo(fixture("raspberry-pi-4")), true), kF64);
+}
+
+TEST(CpuInfoTest, ScalarHalfPrecisionAloneIsNotNativeF16) {
+  CpuInfo info = parse_cpuinfo(fixture("neoverse-n1"));
+  info.features.erase("asimdhp");
+  EXPECT_EQ(native_dtypes(info, true) & kF16, 0u);
+}
+
+TEST(CpuInfoTest, NativeDtypesOfX86FollowAvx512Fp16Bf16AndVnniNotF16c) {
+  CpuInfo info = parse_cpuinfo(fixture("xeon-x86-64"));  // Sapphire Rapids
+  EXPECT_EQ(native_dtypes(info, false), kF64 | kF16 | kBf16 | kInt8Dot);
+  // The same machine's flags less those of Sapphire Rapids and Cooper Lake
+  // read as an Ice Lake: f16c converts, but nothing computes in f16 or bf16.
+  for (const char* flag : {"avx512_fp16", "avx512_bf16", "amx_bf16", "amx_tile"}) {
+    info.features.erase(flag);
+  }
+  ASSERT_EQ(info.features.count("f16c"), 1u);
+  EXPECT_EQ(native_dtypes(info, false), kF64 | kInt8Dot);
+  for (const char* flag : {"avx512_vnni", "avx_vnni", "amx_int8"}) info.features.erase(flag);
+  EXPECT_EQ(native_dtypes(info, false), kF64);
+  // The same flag names mean nothing on aarch64, and aarch64's on x86.
+  info.features = {"avx512_fp16", "fphp", "asimdhp", "bf16"};
+  EXPECT_EQ(native_dtypes(info, true), kF64 | kF16 | kBf16);
+  EXPECT_EQ(native_dtypes(info, false), kF64 | kF16);
+}
+
 TEST(CpuInfoTest, HostIsDescribed) {
   CpuInfo info = host_cpuinfo();
   EXPECT_FALSE(info.model.empty());

@@ -75,11 +75,12 @@ oar_device_properties_t host_properties() {
   p.max_allocation_size = p.total_memory;
   p.min_alignment = 64;  // a cache line and an AVX-512 vector
   p.memory_kinds = OAR_MEMORY_KIND_DEVICE | OAR_MEMORY_KIND_HOST_PINNED | OAR_MEMORY_KIND_UNIFIED;
-  // Claims about kernels, not the hardware's arithmetic (docs/abi.md, "Dtype
-  // claims and kernels"): f16 and bf16 are computed in f32 and rounded once,
-  // so every x86-64 and aarch64 processor runs them, with or without fphp,
-  // asimdhp or bf16 (which the name shows on aarch64).
+  // Claims about kernels (docs/abi.md, "Dtype claims and kernels"): f16 and
+  // bf16 are computed in f32 and rounded once, so every x86-64 and aarch64
+  // processor runs them. What the processor computes itself (fphp + asimdhp,
+  // bf16, avx512_fp16, ...) is native_dtypes, from its features.
   p.dtypes = OAR_DTYPE_SUPPORT_F16 | OAR_DTYPE_SUPPORT_BF16 | OAR_DTYPE_SUPPORT_F64;
+  p.native_dtypes = native_dtypes(cpu, kAarch64);
   p.features = OAR_DEVICE_FEATURE_TIMING_EVENTS | OAR_DEVICE_FEATURE_ASYNC_COPIES |
                OAR_DEVICE_FEATURE_HOST_CALLBACKS;
   unsigned threads = std::thread::hardware_concurrency();
