@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/kernel.h"
+#include "kernels/simd.h"
 #include "kernels/vmath.h"
 
 namespace oar::cpu {
@@ -163,15 +164,7 @@ void pointwise_kernel(KernelContext& context) {
   });
 }
 
-// The f32 row loops below are compiled for AVX-512, AVX2+FMA and the
-// baseline, the loader picking the widest the processor runs (as nn.cc's
-// forward rows): a result depends on the clone, never on the thread count.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__ELF__)
-#define OAR_CPU_GRAD_SIMD \
-  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define OAR_CPU_GRAD_SIMD
-#endif
+// The f32 row loops below are OAR_CPU_WIDEST_SIMD (kernels/simd.h).
 
 // Lanes of the row sums: element j adds to double lane j % kRowLanes, and
 // the lanes are added in a fixed tree at the end. Independent adds (four
@@ -198,8 +191,8 @@ inline __attribute__((always_inline)) double row_sum(int64_t n, Term&& term) {
 // softmax_grad (log_softmax_grad with |log|) of |rows| contiguous f32 rows of
 // |n|: the row's sum (of dy y, or of dy) in double lanes, then one pass,
 // rounded once.
-OAR_CPU_GRAD_SIMD void softmax_rows_grad_f32(const float* dy, const float* y, float* dx,
-                                             int64_t rows, int64_t n, bool log) {
+OAR_CPU_WIDEST_SIMD void softmax_rows_grad_f32(const float* dy, const float* y, float* dx,
+                                               int64_t rows, int64_t n, bool log) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* g = dy + r * n;
     const float* v = y + r * n;

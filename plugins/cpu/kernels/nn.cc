@@ -12,19 +12,10 @@
 
 #include "kernels/blas.h"
 #include "kernels/kernel.h"
+#include "kernels/simd.h"
 #include "kernels/vmath.h"
 
-// The f32 row loops below are compiled three times, for AVX-512, AVX2+FMA
-// and the baseline, and the loader picks the widest the processor runs (GCC's
-// target_clones, an ifunc): the plugin is built for the baseline, where the
-// vectorized exp and sums run on 4 lanes. A row's result depends on the clone
-// (the lanes sum in another order), never on the thread count.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__ELF__)
-#define OAR_CPU_WIDEST_SIMD \
-  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define OAR_CPU_WIDEST_SIMD
-#endif
+// The f32 row loops below are OAR_CPU_WIDEST_SIMD (kernels/simd.h).
 
 namespace oar::cpu {
 namespace {

@@ -12,20 +12,12 @@
 
 #include "kernels/blas.h"
 #include "kernels/kernel.h"
+#include "kernels/simd.h"
 
 namespace oar::cpu {
 namespace {
 
-// The f32 norm gradients' row loops are compiled for AVX-512, AVX2+FMA and
-// the baseline, the loader picking the widest the processor runs, as the
-// forward's in nn.cc: a result depends on the clone (FMA contraction), never
-// on the thread count.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__ELF__)
-#define OAR_CPU_NORM_GRAD_SIMD \
-  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define OAR_CPU_NORM_GRAD_SIMD
-#endif
+// The f32 row loops below are OAR_CPU_WIDEST_SIMD (kernels/simd.h).
 
 // No contraction into FMA in the f32 norm gradients below: dx subtracts
 // mean(g w) from each g w, and where the row is constant (width one, say)
@@ -169,16 +161,15 @@ inline __attribute__((always_inline)) void norm_grad_rows_f32(const float* dy, c
   }
 }
 
-OAR_CPU_NORM_GRAD_SIMD void layer_norm_grad_rows_f32(const float* dy, const float* x,
-                                                     const float* w, float* dx, float* col_w,
-                                                     float* col_b, int64_t rows, int64_t d,
-                                                     double eps) {
+OAR_CPU_WIDEST_SIMD void layer_norm_grad_rows_f32(const float* dy, const float* x, const float* w,
+                                                  float* dx, float* col_w, float* col_b,
+                                                  int64_t rows, int64_t d, double eps) {
   norm_grad_rows_f32<false>(dy, x, w, dx, col_w, col_b, rows, d, eps);
 }
 
-OAR_CPU_NORM_GRAD_SIMD void rms_norm_grad_rows_f32(const float* dy, const float* x, const float* w,
-                                                   float* dx, float* col_w, int64_t rows, int64_t d,
-                                                   double eps) {
+OAR_CPU_WIDEST_SIMD void rms_norm_grad_rows_f32(const float* dy, const float* x, const float* w,
+                                                float* dx, float* col_w, int64_t rows, int64_t d,
+                                                double eps) {
   norm_grad_rows_f32<true>(dy, x, w, dx, col_w, nullptr, rows, d, eps);
 }
 
