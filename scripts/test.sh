@@ -41,11 +41,11 @@ if [ "${1:-}" != "--no-asan" ]; then
   # Only what the sanitized tests run (a third of the full build's objects).
   cmake --build build-asan -j "$jobs" --target oar_runtime_test oar_loader_test \
     oar_plugin_sdk_test oar_caching_allocator_test oar_sim_test oar_validate_test oar_stress_test \
-    oar_cpu_vmath_test oar_loader_alloc_failure_test oar_misbehaving_plugin_test \
+    oar_cpu_vmath_test oar_loader_alloc_failure_test oar_misbehaving_plugin_test oar_collective_test \
     oar_plugin_cpu oar_plugin_sim oar_plugin_null
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     ctest --test-dir build-asan --output-on-failure -j "$jobs" --timeout 600 \
-    -R 'AllocatorTest|CachingAllocator|AllocatorConfig|CopyTest|StreamEventTest|DispatchTest|OpsTest|DlpackTest|ShutdownTest|TraceTest|WorkQueue|Sdk|Loader|Validat|SimTest|OverflowTest|LifetimeTest|TwoRuntimesTest|FailedStreamTest|StressTest|MisbehavingPluginTest|VmathTest'
+    -R 'AllocatorTest|CachingAllocator|AllocatorConfig|CopyTest|StreamEventTest|DispatchTest|OpsTest|DlpackTest|ShutdownTest|TraceTest|WorkQueue|Sdk|Loader|Validat|SimTest|OverflowTest|LifetimeTest|TwoRuntimesTest|FailedStreamTest|StressTest|MisbehavingPluginTest|VmathTest|^collective_(sim_native_2_devices_all|sim_native_2_devices_abort|staged_cpu_sim_2_devices_1_process|staged_cpu_sim_2_devices_abort)$'
 fi
 
 # ThreadSanitizer: only what the threaded tests need is built. OpenMP, whose
