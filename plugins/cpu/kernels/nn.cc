@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/blas.h"
+#include "kernels/im2col.h"
 #include "kernels/kernel.h"
 #include "kernels/simd.h"
 #include "kernels/vmath.h"
@@ -407,33 +408,9 @@ Window window_of(const View& x, const View& y, std::array<int64_t, 2> kernel,
   return s;
 }
 
-// Row r = (c, i, j) of the col matrix for output rows [oh0, oh1):
-// out[(oh - oh0) * OW + ow] = x[c, oh * sh - ph + i * dh, ow * sw - pw + j * dw],
-// 0 outside x. The in-bounds run of each output row is one copy.
-template <typename F>
-void im2col_row(const F* x, const Window& s, int64_t r, int64_t oh0, int64_t oh1, F* out) {
-  const int64_t kh = s.kernel[0], kw = s.kernel[1], i = r / kw % kh, j = r % kw;
-  const F* xc = x + r / (kh * kw) * s.h * s.w;
-  const int64_t sw = s.stride[1], shift = j * s.dilation[1] - s.padding[1];
-  // ow in [lo, hi) reads inside the row: 0 <= ow * sw + shift < w.
-  const int64_t lo = std::min(s.ow, shift >= 0 ? 0 : (-shift + sw - 1) / sw);
-  const int64_t hi =
-      std::max(lo, std::min(s.ow, s.w - shift <= 0 ? 0 : (s.w - shift + sw - 1) / sw));
-  for (int64_t oh = oh0; oh < oh1; ++oh, out += s.ow) {
-    const int64_t ih = oh * s.stride[0] - s.padding[0] + i * s.dilation[0];
-    if (ih < 0 || ih >= s.h) {
-      std::fill(out, out + s.ow, F(0));
-      continue;
-    }
-    const F* in = xc + ih * s.w + shift;
-    std::fill(out, out + lo, F(0));
-    if (sw == 1) {
-      std::copy(in + lo, in + hi, out + lo);
-    } else {
-      for (int64_t ow = lo; ow < hi; ++ow) out[ow] = in[ow * sw];
-    }
-    std::fill(out + hi, out + s.ow, F(0));
-  }
+// The geometry im2col_row (kernels/im2col.h) reads x through.
+Im2col im2col_of(const Window& s) {
+  return {s.h, s.w, s.oh, s.ow, s.kernel[0], s.kernel[1], s.stride, s.padding, s.dilation};
 }
 
 // col[(c, i, j), (oh, ow)] for all output rows, shared out across OpenMP's
@@ -441,8 +418,9 @@ void im2col_row(const F* x, const Window& s, int64_t r, int64_t oh0, int64_t oh1
 template <typename F>
 void im2col(const F* x, const Window& s, int64_t channels, F* col) {
   int64_t rows = channels * s.kernel[0] * s.kernel[1], plane = s.oh * s.ow;
+  const Im2col geometry = im2col_of(s);
 #pragma omp parallel for if (rows * plane > kParallelWork)
-  for (int64_t r = 0; r < rows; ++r) im2col_row(x, s, r, 0, s.oh, col + r * plane);
+  for (int64_t r = 0; r < rows; ++r) im2col_row(x, geometry, r, 0, s.oh, col + r * plane);
 }
 
 // Columns of col a thread builds at a time: about kConvTile elements, whole
@@ -476,6 +454,7 @@ void conv_run(View x, View weight, View bias, View y, Window s) {
   }
   if (per_thread) {
     F* cols = col.data();
+    const Im2col geometry = im2col_of(s);
 #pragma omp parallel for num_threads(int(threads)) schedule(dynamic)
     for (int64_t pair = 0; pair < pairs; ++pair) {
       const int64_t n = pair / s.groups, g = pair % s.groups;
@@ -489,7 +468,9 @@ void conv_run(View x, View weight, View bias, View y, Window s) {
       F* mine = cols + omp_get_thread_num() * depth * tile_rows * s.ow;
       for (int64_t oh0 = 0; oh0 < s.oh; oh0 += tile_rows) {
         const int64_t oh1 = std::min(s.oh, oh0 + tile_rows), width = (oh1 - oh0) * s.ow;
-        for (int64_t r = 0; r < depth; ++r) im2col_row(xg, s, r, oh0, oh1, mine + r * width);
+        for (int64_t r = 0; r < depth; ++r) {
+          im2col_row(xg, geometry, r, oh0, oh1, mine + r * width);
+        }
         gemm_ld(false, false, og, width, depth, F(1), wg, depth, mine, width, F(0), yg + oh0 * s.ow,
                 plane);
       }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/blas.h"
+#include "kernels/im2col.h"
 #include "kernels/kernel.h"
 #include "kernels/simd.h"
 
@@ -416,40 +417,14 @@ ConvGrad conv_grad_of(const View& x_like, const View& w_like, const View& dy,
 }
 
 // x's im2col matrix [C/g * kH * kW, OH * OW] of one image and group (|x| at
-// its [C/g, H, W] planes): row r = (c, p, q) holds tap (p, q) of channel c for
-// each output position, 0 where it reads padding. Written a run at a time:
-// per output row, the taps inside x are one copy (stride 1) or one strided
-// gather (an element at a time with bounds checks took 38% of
-// conv2d_grad_weight's time). Shared out
+// its [C/g, H, W] planes), a row at a time (kernels/im2col.h). Shared out
 // across OpenMP's threads unless called inside a parallel region.
 template <typename F>
 void im2col_grad(const ConvGrad& s, int64_t channels, const F* x, F* col) {
-  const int64_t rows = channels * s.kh * s.kw, plane = s.oh * s.ow, sw = s.stride[1];
+  const int64_t rows = channels * s.kh * s.kw, plane = s.oh * s.ow;
+  const Im2col geometry{s.h, s.w, s.oh, s.ow, s.kh, s.kw, s.stride, s.padding, s.dilation};
 #pragma omp parallel for if (rows * plane > kParallelWork && !omp_in_parallel())
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t c = r / (s.kh * s.kw), p = r / s.kw % s.kh, q = r % s.kw;
-    const int64_t shift = q * s.dilation[1] - s.padding[1];
-    // ow in [lo, hi) reads inside the row: 0 <= ow * sw + shift < w.
-    const int64_t lo = std::min(s.ow, shift >= 0 ? 0 : (-shift + sw - 1) / sw);
-    const int64_t hi =
-        std::max(lo, std::min(s.ow, s.w - shift <= 0 ? 0 : (s.w - shift + sw - 1) / sw));
-    F* out = col + r * plane;
-    for (int64_t oh = 0; oh < s.oh; ++oh, out += s.ow) {
-      const int64_t h = oh * s.stride[0] - s.padding[0] + p * s.dilation[0];
-      if (h < 0 || h >= s.h) {
-        std::fill(out, out + s.ow, F(0));
-        continue;
-      }
-      const F* in = x + (c * s.h + h) * s.w + shift;
-      std::fill(out, out + lo, F(0));
-      if (sw == 1) {
-        std::copy(in + lo, in + hi, out + lo);
-      } else {
-        for (int64_t ow = lo; ow < hi; ++ow) out[ow] = in[ow * sw];
-      }
-      std::fill(out + hi, out + s.ow, F(0));
-    }
-  }
+  for (int64_t r = 0; r < rows; ++r) im2col_row(x, geometry, r, 0, s.oh, col + r * plane);
 }
 
 // The (image, group) pairs of a convolution gradient: with at least as many
