@@ -81,3 +81,11 @@ std::vector<int64_t> dims_of(const phi::DenseTensor& t);
     static const ::oar::OpId id_{name}; \
     return id_;                         \
   }())
+
+// The dtype sets of docs/ops.md in Paddle's types, and the registration of a
+// Paddle kernel for the oar device type over one of them.
+#define OAR_PADDLE_FLOATS float, double, phi::float16, phi::bfloat16
+#define OAR_PADDLE_NUMBERS OAR_PADDLE_FLOATS, int32_t, int64_t
+#define OAR_PADDLE_ALL OAR_PADDLE_NUMBERS, bool
+#define OAR_PADDLE_REGISTER(name, fn, ...) \
+  PD_REGISTER_PLUGIN_KERNEL(name, oar, ALL_LAYOUT, oar_paddle::fn, __VA_ARGS__) {}

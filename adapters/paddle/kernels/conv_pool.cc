@@ -225,8 +225,6 @@ void Pool2dGradKernel(const Context& ctx, const phi::DenseTensor& x, const phi::
 
 }  // namespace oar_paddle
 
-#define OAR_PADDLE_FLOATS float, double, phi::float16, phi::bfloat16
-
 PD_REGISTER_PLUGIN_KERNEL(conv2d, oar, ALL_LAYOUT, oar_paddle::ConvKernel, OAR_PADDLE_FLOATS) {}
 PD_REGISTER_PLUGIN_KERNEL(conv2d_grad, oar, ALL_LAYOUT, oar_paddle::ConvGradKernel,
                           OAR_PADDLE_FLOATS) {}

@@ -94,9 +94,6 @@ void ScaleKernel(const Context& ctx, const phi::DenseTensor& x, const phi::Scala
 
 }  // namespace oar_paddle
 
-#define OAR_PADDLE_FLOATS float, double, phi::float16, phi::bfloat16
-#define OAR_PADDLE_ALL OAR_PADDLE_FLOATS, int32_t, int64_t, bool
-
 PD_REGISTER_PLUGIN_KERNEL(full, oar, ALL_LAYOUT, oar_paddle::FullKernel, OAR_PADDLE_ALL) {}
 PD_REGISTER_PLUGIN_KERNEL(full_like, oar, ALL_LAYOUT, oar_paddle::FullLikeKernel, OAR_PADDLE_ALL) {
   kernel->InputAt(0).SetBackend(phi::Backend::ALL_BACKEND);

@@ -142,14 +142,6 @@ void AddNKernel(const Context& ctx, const std::vector<const phi::TensorBase*>& x
 
 }  // namespace oar_paddle
 
-// The dtype sets of docs/ops.md in Paddle's types.
-#define OAR_PADDLE_FLOATS float, double, phi::float16, phi::bfloat16
-#define OAR_PADDLE_NUMBERS OAR_PADDLE_FLOATS, int32_t, int64_t
-#define OAR_PADDLE_ALL OAR_PADDLE_NUMBERS, bool
-
-#define OAR_PADDLE_REGISTER(name, fn, ...) \
-  PD_REGISTER_PLUGIN_KERNEL(name, oar, ALL_LAYOUT, oar_paddle::fn, __VA_ARGS__) {}
-
 OAR_PADDLE_REGISTER(add, AddKernel, OAR_PADDLE_NUMBERS)
 OAR_PADDLE_REGISTER(subtract, SubtractKernel, OAR_PADDLE_NUMBERS)
 OAR_PADDLE_REGISTER(multiply, MultiplyKernel, OAR_PADDLE_NUMBERS)

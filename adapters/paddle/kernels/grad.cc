@@ -303,11 +303,6 @@ void SgdKernel(const Context& ctx, const phi::DenseTensor& param,
 
 }  // namespace oar_paddle
 
-#define OAR_PADDLE_FLOATS float, double, phi::float16, phi::bfloat16
-#define OAR_PADDLE_NUMBERS OAR_PADDLE_FLOATS, int32_t, int64_t
-#define OAR_PADDLE_REGISTER(name, fn, ...) \
-  PD_REGISTER_PLUGIN_KERNEL(name, oar, ALL_LAYOUT, oar_paddle::fn, __VA_ARGS__) {}
-
 OAR_PADDLE_REGISTER(relu_grad, ReluGradKernel, OAR_PADDLE_FLOATS)
 OAR_PADDLE_REGISTER(tanh_grad, TanhGradKernel, OAR_PADDLE_FLOATS)
 OAR_PADDLE_REGISTER(sigmoid_grad, SigmoidGradKernel, OAR_PADDLE_FLOATS)

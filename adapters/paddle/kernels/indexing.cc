@@ -265,12 +265,6 @@ void TriuGradKernel(const Context& ctx, const phi::DenseTensor& out_grad, int di
 
 }  // namespace oar_paddle
 
-#define OAR_PADDLE_FLOATS float, double, phi::float16, phi::bfloat16
-#define OAR_PADDLE_NUMBERS OAR_PADDLE_FLOATS, int32_t, int64_t
-#define OAR_PADDLE_ALL OAR_PADDLE_NUMBERS, bool
-#define OAR_PADDLE_REGISTER(name, fn, ...) \
-  PD_REGISTER_PLUGIN_KERNEL(name, oar, ALL_LAYOUT, oar_paddle::fn, __VA_ARGS__) {}
-
 OAR_PADDLE_REGISTER(concat, ConcatKernel, OAR_PADDLE_ALL)
 OAR_PADDLE_REGISTER(concat_grad, ConcatGradKernel, OAR_PADDLE_ALL)
 OAR_PADDLE_REGISTER(slice, SliceKernel, OAR_PADDLE_ALL)

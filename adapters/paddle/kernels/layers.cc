@@ -247,8 +247,6 @@ void MeanAllGradKernel(const Context& ctx, const phi::DenseTensor& x,
 
 }  // namespace oar_paddle
 
-#define OAR_PADDLE_FLOATS float, double, phi::float16, phi::bfloat16
-
 PD_REGISTER_PLUGIN_KERNEL(layer_norm, oar, ALL_LAYOUT, oar_paddle::LayerNormKernel,
                           OAR_PADDLE_FLOATS) {
   kernel->OutputAt(1).SetDataType(phi::DataType::UNDEFINED);

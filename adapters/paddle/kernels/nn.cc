@@ -49,8 +49,6 @@ void LogSoftmaxKernel(const Context& ctx, const phi::DenseTensor& x, int axis,
 
 }  // namespace oar_paddle
 
-#define OAR_PADDLE_FLOATS float, double, phi::float16, phi::bfloat16
-
 PD_REGISTER_PLUGIN_KERNEL(matmul, oar, ALL_LAYOUT, oar_paddle::MatmulKernel, OAR_PADDLE_FLOATS) {}
 PD_REGISTER_PLUGIN_KERNEL(softmax, oar, ALL_LAYOUT, oar_paddle::SoftmaxKernel, OAR_PADDLE_FLOATS) {}
 PD_REGISTER_PLUGIN_KERNEL(log_softmax, oar, ALL_LAYOUT, oar_paddle::LogSoftmaxKernel,

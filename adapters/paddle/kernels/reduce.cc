@@ -109,9 +109,6 @@ void ArgMinKernel(const Context& ctx, const phi::DenseTensor& x, const phi::Scal
 
 }  // namespace oar_paddle
 
-#define OAR_PADDLE_FLOATS float, double, phi::float16, phi::bfloat16
-#define OAR_PADDLE_NUMBERS OAR_PADDLE_FLOATS, int32_t, int64_t
-
 PD_REGISTER_PLUGIN_KERNEL(sum, oar, ALL_LAYOUT, oar_paddle::SumKernel, OAR_PADDLE_NUMBERS, bool) {
   kernel->OutputAt(0).SetDataType(phi::DataType::UNDEFINED);
 }
