@@ -19,7 +19,8 @@ target_compile_definitions(oar_plugin_cpu_no_composites PRIVATE
   OAR_DEFECT_REAL_PLUGIN="$<TARGET_FILE:oar_plugin_cpu>")
 add_dependencies(oar_plugin_cpu_no_composites oar_plugin_cpu)
 
-add_executable(oar_decompose_test decompose_test.cc decompose_grad_test.cc)
+add_executable(oar_decompose_test decompose_test.cc decompose_grad_test.cc
+               decompose_fmod_test.cc)
 target_link_libraries(oar_decompose_test PRIVATE oar::oar GTest::gtest_main Threads::Threads)
 target_include_directories(oar_decompose_test PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}
                            ${PROJECT_SOURCE_DIR})

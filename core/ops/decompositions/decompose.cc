@@ -422,6 +422,15 @@ const DLTensor* window_tap(Graph& g, const DLTensor* padded, int64_t h0, int64_t
                  Attr("step", sw)});
 }
 
+const DLTensor* bit_view(Graph& g, const DLTensor* t, DLDataType dtype) {
+  // The view is a fresh tensor the graph owns (Graph::view), so retyping it
+  // leaves |t| alone.
+  DLTensor* v =
+      const_cast<DLTensor*>(g.view(t, std::vector<int64_t>(t->shape, t->shape + t->ndim)));
+  v->dtype = dtype;
+  return v;
+}
+
 #undef OAR_OP
 
 }  // namespace oar::decompose

@@ -169,6 +169,10 @@ struct Decomposition {
   DecompositionFn fn;
 };
 
+// |t|'s bytes read as |dtype| (same width): a bit view, no dispatch (fmod
+// decodes exponents and significands from it).
+const DLTensor* bit_view(Graph& g, const DLTensor* t, DLDataType dtype);
+
 // The decompositions of each file.
 void add_activation_decompositions(std::vector<Decomposition>& table);
 void add_normalization_decompositions(std::vector<Decomposition>& table);
