@@ -461,6 +461,23 @@ std::vector<OpCase> fill_cases(DLDataType dt) {
     c.fill_shape = f.shape;
     cases.push_back(std::move(c));
   }
+  // The ends of each integer range (exact as doubles; i64's largest double
+  // below 2^63 is 2^63 - 1024) and integers no float holds: a plugin that
+  // passes the value through float, or through a sign and abs(), loses them
+  // (one turned INT32_MIN into 0).
+  std::vector<std::pair<const char*, double>> ends;
+  if (dt == dtype::i8) ends = {{"min", -128}, {"max", 127}};
+  if (dt == dtype::u8) ends = {{"max", 255}};
+  if (dt == dtype::i16) ends = {{"min", -32768}, {"max", 32767}};
+  if (dt == dtype::i32) ends = {{"min", -0x1p31}, {"max", 0x1p31 - 1}, {"above_2p24", 0x1p24 + 1}};
+  if (dt == dtype::i64)
+    ends = {{"min", -0x1p63}, {"max", 0x1p63 - 1024}, {"above_2p53", -(0x1p53 + 2)}};
+  for (const auto& [name, value] : ends) {
+    OpCase c = make_case(std::string("extreme_") + name + "_33", {}, {attr("value", value)});
+    c.out_dtype = dt;
+    c.fill_shape = {33};
+    cases.push_back(std::move(c));
+  }
   return cases;
 }
 

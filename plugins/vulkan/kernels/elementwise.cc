@@ -81,6 +81,13 @@ void fill_bits(double value, DLDataType t, int32_t* low, int32_t* high) {
       if (shader_dtype(t) == 3) {
         *low = int32_t(word);
       } else if (shader_dtype(t) == 2) {
+        // bf16 from f32 rounded to odd (toward zero, last bit set when
+        // inexact): the second rounding is then the one correct rounding of
+        // the double, not a double rounding.
+        if (std::isfinite(f) && double(f) != value) {
+          if (std::fabs(double(f)) > std::fabs(value)) --word;
+          word |= 1u;
+        }
         if ((word & 0x7fffffffu) > 0x7f800000u) {
           *low = int32_t((word >> 16) | 0x40u);
         } else {
@@ -114,13 +121,15 @@ void fill_bits(double value, DLDataType t, int32_t* low, int32_t* high) {
       return;
     }
     case 4:
+    case 5:
     case 7:  // the narrow integers: the shader keeps the low bits
     case 8:
-    case 9:
-      *low = std::isfinite(value) && std::fabs(value) < 2147483648.0 ? int32_t(value) : 0;
-      return;
-    case 5: {
-      int64_t v = std::isfinite(value) && std::fabs(value) < 9.2e18 ? int64_t(value) : 0;
+    case 9: {
+      // Truncate toward zero; the range is half-open, [-2^63, 2^63), so the
+      // most negative value of every signed type (INT32_MIN, INT64_MIN, exact
+      // as doubles) is kept. NaN and values outside give 0 (unspecified).
+      double truncated = std::trunc(value);
+      int64_t v = truncated >= -0x1p63 && truncated < 0x1p63 ? int64_t(truncated) : 0;
       *low = int32_t(uint32_t(uint64_t(v)));
       *high = int32_t(uint32_t(uint64_t(v) >> 32));
       return;
