@@ -61,15 +61,17 @@ void main() {
       if (mode == 1 && last > first) values_out.v[uint(P(42)) + g] = x.v[at];
     }
 #else
-    Y acc = (OP == 4) ? Y(1) : Y(0);
-    Y compensation = Y(0);
+    // precise: without it glslc/llvmpipe may reassociate (sum - acc) - term
+    // to 0 and drop the compensation.
+    precise Y acc = (OP == 4) ? Y(1) : Y(0);
+    precise Y compensation = Y(0);
     bool any_nan = false;
     for (uint r = first; r < last; ++r) {
       Y v = Y(load_x(uint(base + strided_offset(r, P(18), 19, 27))));
       if (OP == 0 || OP == 1) {
 #if DTY <= 3
-        Y term = v - compensation;
-        Y sum = acc + term;
+        precise Y term = v - compensation;
+        precise Y sum = acc + term;
         // Inf terms would turn the compensation into NaN: plain sum then.
         compensation = isinf(sum) ? 0.0 : (sum - acc) - term;
         acc = sum;
