@@ -39,8 +39,8 @@ namespace oar::vulkan {
   X(GetDeviceQueue) X(GetPhysicalDeviceFeatures2) X(GetPhysicalDeviceMemoryProperties)            \
   X(GetPhysicalDeviceProperties) X(GetPhysicalDeviceProperties2)                                  \
   X(GetPhysicalDeviceQueueFamilyProperties) X(GetPipelineCacheData) X(GetQueryPoolResults)        \
-  X(GetSemaphoreCounterValue) X(MapMemory) X(QueueSubmit) X(ResetCommandBuffer)                   \
-  X(SignalSemaphore) X(WaitSemaphores)
+  X(GetSemaphoreCounterValue) X(MapMemory) X(QueueSubmit) X(QueueWaitIdle)                        \
+  X(ResetCommandBuffer) X(SignalSemaphore) X(WaitSemaphores)
 // clang-format on
 
 struct Api {

@@ -43,7 +43,22 @@ void full_barrier(VkCommandBuffer commands, bool to_host) {
 
 }  // namespace
 
+// A host wait that sees a timeline value proves the GPU work done, not that
+// the driver has let go of the submission: Mesa's common queue (lavapipe)
+// releases the semaphore's timeline points on its submit thread after the
+// signal, so a semaphore or command pool destroyed right after the wait had
+// that thread write into freed memory (SIGSEGV in libvulkan_lvp at shutdown,
+// under load). vkQueueWaitIdle returns only once the queue is past every
+// earlier submission. Bounded: nothing in the queue waits for the host (work
+// behind a host step waits in the worker FIFO).
+void wait_queue_idle(oar_device_s* device) {
+  std::lock_guard<std::mutex> lock(device->queue_mutex);
+  vk.QueueWaitIdle(device->queue);
+}
+
 Timeline::~Timeline() {
+  // Other streams' submissions may wait on this semaphore too.
+  if (semaphore != VK_NULL_HANDLE) wait_queue_idle(device);
   for (auto& [value, pool] : retired_queries) vk.DestroyQueryPool(device->device, pool, nullptr);
   device->destroy_buffer(error_word);
   if (semaphore != VK_NULL_HANDLE) vk.DestroySemaphore(device->device, semaphore, nullptr);
@@ -148,6 +163,8 @@ oar_stream_s::~oar_stream_s() {
   }
   fifo_changed.notify_all();
   if (worker.joinable()) worker.join();
+  // Before the command pool, staging and parameter buffers go.
+  if (submits.load() > 0) oar::vulkan::wait_queue_idle(device);
   auto release = [this](std::unique_ptr<Batch>& batch) {
     if (!batch) return;
     device->destroy_buffer(batch->params);

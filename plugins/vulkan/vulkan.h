@@ -358,6 +358,9 @@ void close_device(oar_device_s* device);
 // stream.cc / event.cc helpers used across files. destroy_stream drains the
 // stream and drops the device's reference to it.
 void destroy_stream(std::shared_ptr<oar_stream_s> stream);
+// Waits until the queue is past every submission so far (before a semaphore,
+// command pool or buffer a submission names is destroyed).
+void wait_queue_idle(oar_device_s* device);
 void destroy_event(oar_event_s* event);
 
 using oar::sdk::require_not_null;
