@@ -1058,6 +1058,7 @@ class CudaPlugin final : public Launcher {
     // has int8 dot products (dp4a, sm_61+).
     p.dtypes = OAR_DTYPE_SUPPORT_F16 | OAR_DTYPE_SUPPORT_BF16 | OAR_DTYPE_SUPPORT_F64 |
                OAR_DTYPE_SUPPORT_INT8_DOT;
+    p.native_dtypes = p.dtypes;  // in hardware on every sm_80+ GPU
     p.features = OAR_DEVICE_FEATURE_TIMING_EVENTS | OAR_DEVICE_FEATURE_ASYNC_COPIES |
                  OAR_DEVICE_FEATURE_HOST_CALLBACKS;
     if (nccl_.available()) p.features |= OAR_DEVICE_FEATURE_COLLECTIVES;

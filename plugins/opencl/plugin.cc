@@ -84,6 +84,10 @@ void describe(PhysicalDevice& d) {
   // cl_khr_fp16. So both are claimed on every device; f64 needs cl_khr_fp64.
   p.dtypes = OAR_DTYPE_SUPPORT_BF16 | OAR_DTYPE_SUPPORT_F16;
   if (d.fp64) p.dtypes |= OAR_DTYPE_SUPPORT_F64;
+  // What the device computes in (docs/abi.md, "Native arithmetic"): half and
+  // double arithmetic in kernels is what cl_khr_fp16 and cl_khr_fp64 promise.
+  p.native_dtypes = (d.fp16 ? uint32_t(OAR_DTYPE_SUPPORT_F16) : 0u) |
+                    (d.fp64 ? uint32_t(OAR_DTYPE_SUPPORT_F64) : 0u);
   auto queue_properties =
       device_value<cl_command_queue_properties>(d.device, CL_DEVICE_QUEUE_PROPERTIES);
   d.profiling = (queue_properties & CL_QUEUE_PROFILING_ENABLE) != 0;

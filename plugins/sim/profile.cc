@@ -66,6 +66,8 @@ Profile make_profile(const std::string& name) {
         OAR_STATUS_INVALID_ARGUMENT,
         "OAR_SIM_PROFILE=\"" + name + "\" is not a sim profile; valid: " + profile_names());
   }
+  // The emulated hardware computes in every type its profile claims.
+  profile.properties.native_dtypes = profile.properties.dtypes;
   return profile;
 }
 

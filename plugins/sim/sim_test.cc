@@ -158,6 +158,7 @@ TEST(SimTest, NpuProfileHasNoF64And64ByteAlignment) {
   EXPECT_EQ(p.kind, OAR_DEVICE_KIND_NPU);
   EXPECT_EQ(p.dtypes & OAR_DTYPE_SUPPORT_F64, 0u);
   EXPECT_EQ(p.dtypes, uint32_t(OAR_DTYPE_SUPPORT_F16 | OAR_DTYPE_SUPPORT_BF16));
+  EXPECT_EQ(p.native_dtypes, p.dtypes);
   EXPECT_EQ(p.min_alignment, 64u);
   EXPECT_EQ(p.max_allocation_size, uint64_t(256) << 20);
   EXPECT_NE(status_of([&] { runtime->devices()[0]->allocate_uncached(uint64_t(300) << 20); }),

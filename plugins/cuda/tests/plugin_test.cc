@@ -183,6 +183,8 @@ TEST_F(CudaPluginTest, EnumeratesDevicesAndSkipsThoseTheKernelsCannotRunOn) {
   EXPECT_EQ(p.memory_kinds, uint32_t(OAR_MEMORY_KIND_DEVICE | OAR_MEMORY_KIND_HOST_PINNED));
   EXPECT_EQ(p.dtypes & (OAR_DTYPE_SUPPORT_F16 | OAR_DTYPE_SUPPORT_BF16),
             uint32_t(OAR_DTYPE_SUPPORT_F16 | OAR_DTYPE_SUPPORT_BF16));
+  EXPECT_EQ(p.native_dtypes, uint32_t(OAR_DTYPE_SUPPORT_F16 | OAR_DTYPE_SUPPORT_BF16 |
+                                      OAR_DTYPE_SUPPORT_F64 | OAR_DTYPE_SUPPORT_INT8_DOT));
   EXPECT_NE(p.features & OAR_DEVICE_FEATURE_TIMING_EVENTS, 0u);
   EXPECT_NE(p.features & OAR_DEVICE_FEATURE_HOST_CALLBACKS, 0u);
   EXPECT_EQ(api()->device_properties(2, &p), OAR_STATUS_OUT_OF_RANGE);
