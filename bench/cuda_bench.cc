@@ -48,13 +48,23 @@ Device* gpu() { return runtime().find_device("cuda:0"); }
 // The driver API and cuBLAS, loaded as the plugin loads them, on the same
 // device's primary context (the one OAR's plugin uses).
 struct Native {
-#define OAR_BENCH_CU(X)                                                                     \
-  X(cuInit)                                                                                 \
-  X(cuDeviceGet)                                                                            \
-  X(cuDevicePrimaryCtxRetain)                                                               \
-  X(cuCtxSetCurrent) X(cuStreamCreate) X(cuStreamSynchronize) X(cuModuleLoadData)           \
-      X(cuModuleGetFunction) X(cuLaunchKernel) X(cuMemAlloc) X(cuMemFree) X(cuMemHostAlloc) \
-          X(cuMemFreeHost) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemsetD16)
+#define OAR_BENCH_CU(X)       \
+  X(cuInit)                   \
+  X(cuDeviceGet)              \
+  X(cuDevicePrimaryCtxRetain) \
+  X(cuCtxSetCurrent)          \
+  X(cuStreamCreate)           \
+  X(cuStreamSynchronize)      \
+  X(cuModuleLoadData)         \
+  X(cuModuleGetFunction)      \
+  X(cuLaunchKernel)           \
+  X(cuMemAlloc)               \
+  X(cuMemFree)                \
+  X(cuMemHostAlloc)           \
+  X(cuMemFreeHost)            \
+  X(cuMemcpyHtoDAsync)        \
+  X(cuMemcpyDtoHAsync)        \
+  X(cuMemsetD16)
 #define OAR_BENCH_DECLARE(name) decltype(&::name) name = nullptr;
   OAR_BENCH_CU(OAR_BENCH_DECLARE)
 #undef OAR_BENCH_DECLARE
