@@ -6,8 +6,9 @@
 #include <cublas_api.h>
 
 #include <cstdlib>
-#include <mutex>
 #include <string>
+
+#include "call_log.h"
 
 #define FAKE_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -16,17 +17,9 @@ struct cublasContext {
 };
 
 namespace {
-std::mutex mutex;
-std::string log_text;
-void log_line(const std::string& line) {
-  std::lock_guard<std::mutex> lock(mutex);
-  log_text += line + "\n";
-}
-std::string hex(const void* p) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%p", p);
-  return text;
-}
+oar_cuda_fake::CallLog call_log;
+void log_line(const std::string& line) { call_log.add(line); }
+using oar_cuda_fake::hex;
 }  // namespace
 
 FAKE_EXPORT cublasStatus_t cublasCreate_v2(cublasHandle_t* handle) {
@@ -67,14 +60,6 @@ FAKE_EXPORT cublasStatus_t cublasGemmStridedBatchedEx(
   return status != nullptr ? cublasStatus_t(std::atoi(status)) : CUBLAS_STATUS_SUCCESS;
 }
 
-FAKE_EXPORT const char* oar_cuda_fake_cublas_log() {
-  std::lock_guard<std::mutex> lock(mutex);
-  static std::string copy;
-  copy = log_text;
-  return copy.c_str();
-}
+FAKE_EXPORT const char* oar_cuda_fake_cublas_log() { return call_log.text(); }
 
-FAKE_EXPORT void oar_cuda_fake_cublas_clear() {
-  std::lock_guard<std::mutex> lock(mutex);
-  log_text.clear();
-}
+FAKE_EXPORT void oar_cuda_fake_cublas_clear() { call_log.clear(); }

@@ -5,11 +5,11 @@
 // Inspection: oar_cuda_fake_nccl_log() lists the calls, one per line.
 #include <nccl.h>
 
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <string>
+
+#include "call_log.h"
 
 #define FAKE_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -18,17 +18,9 @@ struct ncclComm {
 };
 
 namespace {
-std::mutex mutex;
-std::string log_text;
-void log_line(const std::string& line) {
-  std::lock_guard<std::mutex> lock(mutex);
-  log_text += line + "\n";
-}
-std::string hex(const void* p) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%p", p);
-  return text;
-}
+oar_cuda_fake::CallLog call_log;
+void log_line(const std::string& line) { call_log.add(line); }
+using oar_cuda_fake::hex;
 ncclResult_t result() {
   const char* value = std::getenv("OAR_CUDA_FAKE_NCCL_RESULT");
   return value != nullptr ? ncclResult_t(std::atoi(value)) : ncclSuccess;
@@ -134,14 +126,6 @@ FAKE_EXPORT ncclResult_t ncclGroupEnd() {
   return ncclSuccess;
 }
 
-FAKE_EXPORT const char* oar_cuda_fake_nccl_log() {
-  std::lock_guard<std::mutex> lock(mutex);
-  static std::string copy;
-  copy = log_text;
-  return copy.c_str();
-}
+FAKE_EXPORT const char* oar_cuda_fake_nccl_log() { return call_log.text(); }
 
-FAKE_EXPORT void oar_cuda_fake_nccl_clear() {
-  std::lock_guard<std::mutex> lock(mutex);
-  log_text.clear();
-}
+FAKE_EXPORT void oar_cuda_fake_nccl_clear() { call_log.clear(); }
