@@ -10,6 +10,7 @@ if(TARGET oar_plugin_cuda)
   target_link_libraries(oar_bench_cuda PRIVATE oar::oar benchmark::benchmark_main
                                                ${CMAKE_DL_LIBS})
   target_compile_definitions(oar_bench_cuda PRIVATE
+    OAR_BENCH_CPU_MANIFEST="${PROJECT_BINARY_DIR}/${OAR_MANIFEST_INSTALL_DIR}/cpu.json"
     OAR_BENCH_CUDA_MANIFEST="${PROJECT_BINARY_DIR}/${OAR_MANIFEST_INSTALL_DIR}/cuda.json"
     OAR_BENCH_CUDA_FATBIN="${PROJECT_BINARY_DIR}/plugins/cuda/kernels.fatbin")
   add_dependencies(oar_bench_cuda oar_plugin_cuda)

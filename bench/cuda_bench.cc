@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_util.h"
 #include "bench/interleave.h"
 #include "oar/oar.hpp"
 #include "oar/ops.hpp"
@@ -33,13 +34,7 @@ namespace oar::bench {
 namespace {
 
 Runtime& runtime() {
-  static Runtime* instance = [] {
-    RuntimeOptions options;
-    options.use_environment = false;
-    options.search_install_prefix = false;
-    options.plugin_files = {OAR_BENCH_CUDA_MANIFEST};
-    return new Runtime(options);  // lives until exit: benchmarks share it
-  }();
+  static Runtime* instance = new_bench_runtime({OAR_BENCH_CUDA_MANIFEST});
   return *instance;
 }
 
