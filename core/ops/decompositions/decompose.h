@@ -163,15 +163,15 @@ const DLTensor* pad_hw(Graph& g, const DLTensor* x, int64_t ph, int64_t pw, doub
 const DLTensor* window_tap(Graph& g, const DLTensor* padded, int64_t h0, int64_t w0, int64_t oh,
                            int64_t ow, int64_t sh, int64_t sw);
 
+// |t|'s bytes read as |dtype| (same width): a bit view, no dispatch (fmod
+// decodes exponents and significands from it).
+const DLTensor* bit_view(Graph& g, const DLTensor* t, DLDataType dtype);
+
 using DecompositionFn = void (*)(Graph& graph);
 struct Decomposition {
   const char* op;
   DecompositionFn fn;
 };
-
-// |t|'s bytes read as |dtype| (same width): a bit view, no dispatch (fmod
-// decodes exponents and significands from it).
-const DLTensor* bit_view(Graph& g, const DLTensor* t, DLDataType dtype);
 
 // The decompositions of each file.
 void add_activation_decompositions(std::vector<Decomposition>& table);
