@@ -35,6 +35,9 @@ packages=(
   # scripts/test-arm.sh: the aarch64 cross compiler and qemu-aarch64, which runs
   # its tests (the arm64 libraries: scripts/make-arm64-sysroot.sh)
   g++-aarch64-linux-gnu qemu-user
+  # the hip plugin: hipcc (HIP on clang 15, with the ROCm device libraries) and
+  # the HIP headers; the plugin loads the HIP runtime only on a GPU machine
+  hipcc libamdhip64-dev
 )
 
 sudo=""
