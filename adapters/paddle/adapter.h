@@ -7,7 +7,9 @@
 // EventHandle*, and device memory is an address from the AddressSpace.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -15,6 +17,9 @@
 
 #include "address_space.h"
 #include "oar/oar.hpp"
+#if defined(OAR_PADDLE_XCCL)
+#include "oar/communicator.hpp"
+#endif
 
 namespace oar_paddle {
 
@@ -29,6 +34,14 @@ struct EventHandle {
   oar::Event event;
   int device = 0;
 };
+
+#if defined(OAR_PADDLE_XCCL)
+// A C_CCLComm: one rank of an OAR communicator on the adapter's |device|.
+struct CommHandle {
+  oar::Communicator comm;
+  int device = 0;
+};
+#endif
 
 // Host memory an asynchronous upload reads from, kept until |done| completes.
 struct Staging {
@@ -63,6 +76,32 @@ class Adapter {
   void keep_staging(int device, Staging staging);
   void reap_staging(int device, bool wait);
 
+  // Host memory (host_memory_allocate): an OAR HOST_PINNED buffer where the
+  // device offers one, else plain host memory (|buffer| empty). Returns the
+  // host address.
+  void* add_host(std::unique_ptr<oar::Buffer> buffer, void* address);
+  // Frees host memory add_host gave; false for an unknown address.
+  bool free_host(void* address);
+  // Unified memory (unified_memory_allocate, devices offering
+  // OAR_MEMORY_KIND_UNIFIED): the host address is also what kernels get, so
+  // it resolves like device memory (resolve() looks here after the
+  // reserved range).
+  void* add_unified(std::unique_ptr<oar::Buffer> buffer, uint64_t size, int device);
+  std::unique_ptr<oar::Buffer> remove_unified(void* address);
+  const AddressSpace::Range* find_unified(const void* address);
+
+#if defined(OAR_PADDLE_XCCL)
+  // Communicators Paddle made (xccl_comm_init_rank). The adapter owns them,
+  // so that they die before the runtime (OAR's rule) even when Paddle
+  // destroys its own comm objects after the adapter shut down.
+  CommHandle* add_comm(std::unique_ptr<CommHandle> comm);
+  // Gives |comm| back to the caller to destroy; nullptr when unknown.
+  std::unique_ptr<CommHandle> remove_comm(CommHandle* comm);
+  // Throws the first error of a communicator on |device| (a failed MPI step
+  // is the communicator's, not the stream's). Cheap when there is none.
+  void check_comms(int device);
+#endif
+
  private:
   Adapter();
   oar::Runtime runtime_;
@@ -71,6 +110,14 @@ class Adapter {
   std::mutex mutex_;  // guards streams_ and staging_
   std::vector<std::vector<StreamHandle*>> streams_;
   std::vector<std::vector<Staging>> staging_;
+  std::map<uintptr_t, std::unique_ptr<oar::Buffer>> host_;             // guarded by mutex_
+  std::map<uintptr_t, std::unique_ptr<AddressSpace::Range>> unified_;  // guarded by mutex_
+#if defined(OAR_PADDLE_XCCL)
+  // Last, so destroyed first: a communicator waits for its pending
+  // operations, which read the buffers above, and must die before runtime_.
+  std::atomic<int> comm_count_{0};
+  std::vector<std::unique_ptr<CommHandle>> comms_;  // guarded by mutex_
+#endif
 };
 
 // The (buffer, offset) behind a Paddle device pointer, as a DLTensor wants it.

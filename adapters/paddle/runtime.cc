@@ -13,6 +13,9 @@
 
 #include "adapter.h"
 #include "paddle/phi/backends/device_ext.h"
+#if defined(OAR_PADDLE_XCCL)
+#include <mpi.h>
+#endif
 
 namespace oar_paddle {
 
@@ -153,10 +156,95 @@ void Adapter::reap_staging(int device, bool wait) {
   }
 }
 
+void* Adapter::add_host(std::unique_ptr<oar::Buffer> buffer, void* address) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  host_[reinterpret_cast<uintptr_t>(address)] = std::move(buffer);
+  return address;
+}
+
+bool Adapter::free_host(void* address) {
+  std::unique_ptr<oar::Buffer> buffer;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = host_.find(reinterpret_cast<uintptr_t>(address));
+    if (it == host_.end()) return false;
+    buffer = std::move(it->second);
+    host_.erase(it);
+  }
+  // No queued work reads it: uploads copy their source into staging memory
+  // at the call, and downloads return when the bytes are there.
+  if (!buffer) std::free(address);
+  return true;
+}
+
+void* Adapter::add_unified(std::unique_ptr<oar::Buffer> buffer, uint64_t size, int device) {
+  void* address = buffer->host_address();
+  auto range = std::make_unique<AddressSpace::Range>();
+  range->buffer = std::move(buffer);
+  range->base = reinterpret_cast<uintptr_t>(address);
+  range->size = size;
+  range->device = device;
+  std::lock_guard<std::mutex> lock(mutex_);
+  unified_[range->base] = std::move(range);
+  return address;
+}
+
+std::unique_ptr<oar::Buffer> Adapter::remove_unified(void* address) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = unified_.find(reinterpret_cast<uintptr_t>(address));
+  if (it == unified_.end()) return nullptr;
+  std::unique_ptr<oar::Buffer> buffer = std::move(it->second->buffer);
+  unified_.erase(it);
+  return buffer;
+}
+
+const AddressSpace::Range* Adapter::find_unified(const void* address) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (unified_.empty()) return nullptr;
+  auto it = unified_.upper_bound(reinterpret_cast<uintptr_t>(address));
+  if (it == unified_.begin()) return nullptr;
+  --it;
+  const AddressSpace::Range* range = it->second.get();
+  uint64_t offset = reinterpret_cast<uintptr_t>(address) - range->base;
+  return offset < (range->size == 0 ? 1 : range->size) ? range : nullptr;
+}
+
+#if defined(OAR_PADDLE_XCCL)
+CommHandle* Adapter::add_comm(std::unique_ptr<CommHandle> comm) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  comms_.push_back(std::move(comm));
+  comm_count_.fetch_add(1, std::memory_order_relaxed);
+  return comms_.back().get();
+}
+
+std::unique_ptr<CommHandle> Adapter::remove_comm(CommHandle* comm) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto it = comms_.begin(); it != comms_.end(); ++it) {
+    if (it->get() == comm) {
+      std::unique_ptr<CommHandle> found = std::move(*it);
+      comms_.erase(it);
+      comm_count_.fetch_sub(1, std::memory_order_relaxed);
+      return found;
+    }
+  }
+  return nullptr;
+}
+
+void Adapter::check_comms(int device) {
+  if (comm_count_.load(std::memory_order_relaxed) == 0) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& comm : comms_) {
+    if (comm->device == device) comm->comm.check();
+  }
+}
+#endif
+
 DeviceAddress resolve(const void* pointer, uint64_t bytes) {
   Adapter* adapter = Adapter::get();
   const AddressSpace::Range* range =
       adapter != nullptr ? adapter->addresses().find(pointer) : nullptr;
+  // Unified memory is the only device memory outside the reserved range.
+  if (range == nullptr && adapter != nullptr) range = adapter->find_unified(pointer);
   if (range == nullptr) {
     throw oar::Error(OAR_STATUS_INVALID_ARGUMENT,
                      "paddle-custom-oar: " + std::to_string(reinterpret_cast<uintptr_t>(pointer)) +
@@ -362,6 +450,9 @@ C_Status synchronize_device(const C_Device device) {
   return guarded("synchronize_device", [&] {
     device_of(device).synchronize();
     adapter().reap_staging(device->id, false);
+#if defined(OAR_PADDLE_XCCL)
+    adapter().check_comms(device->id);
+#endif
     return C_SUCCESS;
   });
 }
@@ -370,6 +461,9 @@ C_Status synchronize_stream(const C_Device device, C_Stream stream) {
   return guarded("synchronize_stream", [&] {
     stream_of(device, stream).synchronize();
     adapter().reap_staging(device->id, false);
+#if defined(OAR_PADDLE_XCCL)
+    adapter().check_comms(device->id);
+#endif
     return C_SUCCESS;
   });
 }
@@ -424,6 +518,76 @@ C_Status device_memory_deallocate(const C_Device device, void* ptr, size_t) {
     // The memory returns to OAR's allocator, which reuses it on another stream
     // only after the work already submitted on that stream is done.
     for (StreamHandle* stream : a.streams(device->id)) buffer->record_stream(stream->stream);
+    return C_SUCCESS;
+  });
+}
+
+// Host memory for Paddle's host-side staging: OAR's page-locked memory
+// where the device offers OAR_MEMORY_KIND_HOST_PINNED (cpu here; cuda),
+// else plain host memory, page aligned (sim, opencl, vulkan here).
+C_Status host_memory_allocate(const C_Device device, void** ptr, size_t size) {
+  return guarded("host_memory_allocate", [&] {
+    *ptr = nullptr;
+    Adapter& a = adapter();
+    oar::Device& dev = a.device(device->id);
+    if (dev.has_memory_kind(OAR_MEMORY_KIND_HOST_PINNED)) {
+      auto buffer = std::make_unique<oar::Buffer>(
+          dev.allocate_uncached(size == 0 ? 1 : size, OAR_MEMORY_KIND_HOST_PINNED));
+      void* address = buffer->host_address();
+      *ptr = a.add_host(std::move(buffer), address);
+      return C_SUCCESS;
+    }
+    void* address = nullptr;
+    if (posix_memalign(&address, 4096, size == 0 ? 1 : size) != 0) {
+      throw oar::Error(OAR_STATUS_RESOURCE_EXHAUSTED,
+                       "no " + std::to_string(size) + " bytes of host memory");
+    }
+    *ptr = a.add_host(nullptr, address);
+    return C_SUCCESS;
+  });
+}
+
+C_Status host_memory_deallocate(const C_Device, void* ptr, size_t) {
+  return guarded("host_memory_deallocate", [&] {
+    if (Adapter::finalized()) return C_SUCCESS;  // pinned memory went with the runtime
+    if (ptr == nullptr) return C_SUCCESS;
+    if (!adapter().free_host(ptr)) {
+      throw oar::Error(OAR_STATUS_INVALID_ARGUMENT, "free of unknown host memory");
+    }
+    return C_SUCCESS;
+  });
+}
+
+// Unified memory: one address for the host and the device's kernels, only
+// where the device offers OAR_MEMORY_KIND_UNIFIED (cpu here); elsewhere an
+// error naming the device.
+C_Status unified_memory_allocate(const C_Device device, void** ptr, size_t size) {
+  return guarded("unified_memory_allocate", [&] {
+    *ptr = nullptr;
+    Adapter& a = adapter();
+    oar::Device& dev = a.device(device->id);
+    if (!dev.has_memory_kind(OAR_MEMORY_KIND_UNIFIED)) {
+      throw oar::Error(OAR_STATUS_UNIMPLEMENTED, "OAR device " + dev.name() +
+                                                     " offers no unified memory (its memory_kinds "
+                                                     "lack OAR_MEMORY_KIND_UNIFIED)");
+    }
+    auto buffer = std::make_unique<oar::Buffer>(
+        dev.allocate_uncached(size == 0 ? 1 : size, OAR_MEMORY_KIND_UNIFIED));
+    *ptr = a.add_unified(std::move(buffer), size, device->id);
+    return C_SUCCESS;
+  });
+}
+
+C_Status unified_memory_deallocate(const C_Device device, void* ptr, size_t) {
+  return guarded("unified_memory_deallocate", [&] {
+    if (Adapter::finalized()) return C_SUCCESS;  // the memory went with the runtime
+    if (ptr == nullptr) return C_SUCCESS;
+    Adapter& a = adapter();
+    std::unique_ptr<oar::Buffer> buffer = a.remove_unified(ptr);
+    if (!buffer) throw oar::Error(OAR_STATUS_INVALID_ARGUMENT, "free of unknown unified memory");
+    // OAR frees uncached memory at once, so no queued kernel may still use
+    // it: the device is drained first (unified memory is rare in Paddle).
+    a.device(device->id).synchronize();
     return C_SUCCESS;
   });
 }
@@ -585,6 +749,285 @@ C_Status is_bfloat16_supported(const C_Device device, bool* supported) {
   });
 }
 
+// ---------------------------------------------------------------- collectives
+//
+// The xccl_* slots are oar::Communicator (docs/runtime.md, "Collectives"):
+// the host-staged engine over MPI, one Paddle process per rank. Paddle makes
+// the unique id on rank 0 and hands it to the others through its TCP store;
+// Communicator::create then meets the ranks inside MPI_COMM_WORLD, so the
+// ranks of a Paddle job must be the processes of one MPI job (mpirun).
+// Every operation is queued on Paddle's stream like a kernel.
+#if defined(OAR_PADDLE_XCCL)
+
+DLDataType xccl_dtype(C_DataType type) {
+  switch (type) {
+    case BOOL:
+      return oar::dtype::boolean;
+    case UINT8:
+      return oar::dtype::u8;
+    case UINT16:
+      return DLDataType{kDLUInt, 16, 1};
+    case UINT32:
+      return DLDataType{kDLUInt, 32, 1};
+    case UINT64:
+      return DLDataType{kDLUInt, 64, 1};
+    case INT8:
+      return oar::dtype::i8;
+    case INT16:
+      return oar::dtype::i16;
+    case INT32:
+      return oar::dtype::i32;
+    case INT64:
+      return oar::dtype::i64;
+    case FLOAT16:
+      return oar::dtype::f16;
+    case FLOAT32:
+      return oar::dtype::f32;
+    case FLOAT64:
+      return oar::dtype::f64;
+    case BFLOAT16:
+      return oar::dtype::bf16;
+    case COMPLEX64:
+      return DLDataType{kDLComplex, 64, 1};
+    case COMPLEX128:
+      return DLDataType{kDLComplex, 128, 1};
+    default:
+      break;
+  }
+  throw oar::Error(OAR_STATUS_INVALID_ARGUMENT,
+                   "Paddle data type " + std::to_string(int(type)) + " has no OAR dtype");
+}
+
+oar::ReduceOp xccl_op(C_CCLReduceOp op) {
+  switch (op) {
+    case SUM:
+      return oar::ReduceOp::kSum;
+    case AVG:
+      return oar::ReduceOp::kAvg;
+    case MAX:
+      return oar::ReduceOp::kMax;
+    case MIN:
+      return oar::ReduceOp::kMin;
+    case PRODUCT:
+      return oar::ReduceOp::kProd;
+  }
+  throw oar::Error(OAR_STATUS_INVALID_ARGUMENT,
+                   "Paddle reduce op " + std::to_string(int(op)) + " has no OAR reduction");
+}
+
+CommHandle& comm_of(C_CCLComm comm) {
+  if (comm == nullptr) throw oar::Error(OAR_STATUS_INVALID_ARGUMENT, "no communicator");
+  auto& handle = *reinterpret_cast<CommHandle*>(comm);
+  handle.comm.check();  // an earlier operation's failure (a peer gone, a timeout)
+  return handle;
+}
+
+oar::Stream& comm_stream(const CommHandle& comm, C_Stream stream) {
+  if (stream == nullptr) return adapter().device(comm.device).default_stream();
+  return reinterpret_cast<StreamHandle*>(stream)->stream;
+}
+
+// |count| elements of |dtype| times |blocks|, in bytes (OUT_OF_RANGE on overflow).
+uint64_t xccl_bytes(size_t count, DLDataType dtype, uint64_t blocks) {
+  uint64_t element = uint64_t(dtype.bits) / 8;
+  if (element != 0 && uint64_t(count) > UINT64_MAX / element / blocks) {
+    throw oar::Error(OAR_STATUS_OUT_OF_RANGE, std::to_string(count) + " elements overflow");
+  }
+  return uint64_t(count) * element * blocks;
+}
+
+oar::BufferRef xccl_ref(const void* pointer, uint64_t bytes) {
+  Place p = place(pointer, bytes);
+  return oar::BufferRef(*p.buffer, p.offset);
+}
+
+int32_t xccl_rank(size_t rank, const CommHandle& comm, const char* what) {
+  if (rank >= size_t(comm.comm.size())) {
+    throw oar::Error(OAR_STATUS_INVALID_ARGUMENT, std::string(what) + " " + std::to_string(rank) +
+                                                      " is not a rank of 0.." +
+                                                      std::to_string(comm.comm.size() - 1));
+  }
+  return int32_t(rank);
+}
+
+// Open MPI loads its components with dlopen and expects libmpi's symbols to
+// be global; Paddle opened the adapter (and so libmpi) with local symbols.
+void make_mpi_global() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&MPI_Init_thread), &info) != 0 && info.dli_fname != nullptr) {
+    dlopen(info.dli_fname, RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
+  }
+}
+
+C_Status xccl_get_unique_id_size(size_t* size) {
+  return guarded("xccl_get_unique_id_size", [&] {
+    *size = oar::CommUniqueId{}.bytes.size();
+    return C_SUCCESS;
+  });
+}
+
+C_Status xccl_get_unique_id(C_CCLRootId* unique_id) {
+  return guarded("xccl_get_unique_id", [&] {
+    oar::CommUniqueId id = oar::Communicator::unique_id();
+    if (unique_id == nullptr || unique_id->data == nullptr || unique_id->sz < id.bytes.size()) {
+      throw oar::Error(OAR_STATUS_INVALID_ARGUMENT,
+                       "the unique id needs " + std::to_string(id.bytes.size()) + " bytes");
+    }
+    std::memcpy(unique_id->data, id.bytes.data(), id.bytes.size());
+    return C_SUCCESS;
+  });
+}
+
+C_Status xccl_comm_init_rank(size_t nranks, C_CCLRootId* unique_id, size_t rank, C_CCLComm* comm) {
+  return guarded("xccl_comm_init_rank", [&] {
+    oar::CommUniqueId id;
+    if (comm == nullptr || unique_id == nullptr || unique_id->data == nullptr ||
+        unique_id->sz != id.bytes.size()) {
+      throw oar::Error(OAR_STATUS_INVALID_ARGUMENT,
+                       "the unique id is " + std::to_string(unique_id ? unique_id->sz : 0) +
+                           " bytes, not an OAR id of " + std::to_string(id.bytes.size()));
+    }
+    if (nranks == 0 || nranks > size_t(INT32_MAX) || rank >= nranks) {
+      throw oar::Error(OAR_STATUS_INVALID_ARGUMENT,
+                       "rank " + std::to_string(rank) + " of " + std::to_string(nranks) + " ranks");
+    }
+    std::memcpy(id.bytes.data(), unique_id->data, id.bytes.size());
+    Adapter& a = adapter();
+    auto handle = std::make_unique<CommHandle>();
+    handle->device = t_current_device;
+    make_mpi_global();
+    try {
+      handle->comm =
+          oar::Communicator::create(a.device(handle->device), int32_t(nranks), int32_t(rank), id);
+    } catch (const oar::Error& e) {
+      throw oar::Error(e.code(), e.message() +
+                                     "; the ranks of a Paddle job on OAR devices must be the "
+                                     "processes of one MPI job (mpirun -n " +
+                                     std::to_string(nranks) + ", docs/paddle.md)");
+    }
+    *comm = reinterpret_cast<C_CCLComm>(a.add_comm(std::move(handle)));
+    return C_SUCCESS;
+  });
+}
+
+C_Status xccl_destroy_comm(C_CCLComm comm) {
+  return guarded("xccl_destroy_comm", [&] {
+    if (Adapter::finalized()) return C_SUCCESS;  // it went with the runtime
+    std::unique_ptr<CommHandle> handle = adapter().remove_comm(reinterpret_cast<CommHandle*>(comm));
+    if (!handle)
+      throw oar::Error(OAR_STATUS_INVALID_ARGUMENT, "destroy of an unknown communicator");
+    return C_SUCCESS;  // ~Communicator waits for its pending operations
+  });
+}
+
+C_Status xccl_all_reduce(void* send_buf, void* recv_buf, size_t count, C_DataType data_type,
+                         C_CCLReduceOp op, C_CCLComm comm, C_Stream stream) {
+  return guarded("xccl_all_reduce", [&] {
+    if (count == 0) return C_SUCCESS;
+    CommHandle& c = comm_of(comm);
+    DLDataType dtype = xccl_dtype(data_type);
+    uint64_t bytes = xccl_bytes(count, dtype, 1);
+    c.comm.all_reduce(xccl_ref(send_buf, bytes), xccl_ref(recv_buf, bytes), count, dtype,
+                      xccl_op(op), comm_stream(c, stream));
+    return C_SUCCESS;
+  });
+}
+
+C_Status xccl_broadcast(void* buf, size_t count, C_DataType data_type, size_t root, C_CCLComm comm,
+                        C_Stream stream) {
+  return guarded("xccl_broadcast", [&] {
+    if (count == 0) return C_SUCCESS;
+    CommHandle& c = comm_of(comm);
+    DLDataType dtype = xccl_dtype(data_type);
+    oar::BufferRef ref = xccl_ref(buf, xccl_bytes(count, dtype, 1));
+    c.comm.broadcast(ref, ref, count, dtype, xccl_rank(root, c, "root"), comm_stream(c, stream));
+    return C_SUCCESS;
+  });
+}
+
+C_Status xccl_reduce(void* send_buf, void* recv_buf, size_t count, C_DataType data_type,
+                     C_CCLReduceOp op, size_t root, C_CCLComm comm, C_Stream stream) {
+  return guarded("xccl_reduce", [&] {
+    if (count == 0) return C_SUCCESS;
+    CommHandle& c = comm_of(comm);
+    DLDataType dtype = xccl_dtype(data_type);
+    uint64_t bytes = xccl_bytes(count, dtype, 1);
+    int32_t r = xccl_rank(root, c, "root");
+    oar::BufferRef send = xccl_ref(send_buf, bytes);
+    // |recv| is written on the root only; other ranks may pass none.
+    oar::BufferRef recv =
+        recv_buf != nullptr || c.comm.rank() == r ? xccl_ref(recv_buf, bytes) : send;
+    c.comm.reduce(send, recv, count, dtype, xccl_op(op), r, comm_stream(c, stream));
+    return C_SUCCESS;
+  });
+}
+
+C_Status xccl_all_gather(void* send_buf, void* recv_buf, size_t count, C_DataType data_type,
+                         C_CCLComm comm, C_Stream stream) {
+  return guarded("xccl_all_gather", [&] {
+    if (count == 0) return C_SUCCESS;
+    CommHandle& c = comm_of(comm);
+    DLDataType dtype = xccl_dtype(data_type);
+    c.comm.all_gather(xccl_ref(send_buf, xccl_bytes(count, dtype, 1)),
+                      xccl_ref(recv_buf, xccl_bytes(count, dtype, uint64_t(c.comm.size()))), count,
+                      dtype, comm_stream(c, stream));
+    return C_SUCCESS;
+  });
+}
+
+C_Status xccl_reduce_scatter(void* send_buf, void* recv_buf, size_t count, C_DataType data_type,
+                             C_CCLReduceOp op, C_CCLComm comm, C_Stream stream) {
+  return guarded("xccl_reduce_scatter", [&] {
+    if (count == 0) return C_SUCCESS;
+    CommHandle& c = comm_of(comm);
+    DLDataType dtype = xccl_dtype(data_type);
+    c.comm.reduce_scatter(xccl_ref(send_buf, xccl_bytes(count, dtype, uint64_t(c.comm.size()))),
+                          xccl_ref(recv_buf, xccl_bytes(count, dtype, 1)), count, dtype,
+                          xccl_op(op), comm_stream(c, stream));
+    return C_SUCCESS;
+  });
+}
+
+C_Status xccl_group_start() {
+  return guarded("xccl_group_start", [&] {
+    oar::Communicator::group_begin();
+    return C_SUCCESS;
+  });
+}
+
+C_Status xccl_group_end() {
+  return guarded("xccl_group_end", [&] {
+    oar::Communicator::group_end();
+    return C_SUCCESS;
+  });
+}
+
+C_Status xccl_send(void* send_buf, size_t count, C_DataType data_type, size_t dest_rank,
+                   C_CCLComm comm, C_Stream stream) {
+  return guarded("xccl_send", [&] {
+    if (count == 0) return C_SUCCESS;
+    CommHandle& c = comm_of(comm);
+    DLDataType dtype = xccl_dtype(data_type);
+    c.comm.send(xccl_ref(send_buf, xccl_bytes(count, dtype, 1)), count, dtype,
+                xccl_rank(dest_rank, c, "peer"), comm_stream(c, stream));
+    return C_SUCCESS;
+  });
+}
+
+C_Status xccl_recv(void* recv_buf, size_t count, C_DataType data_type, size_t src_rank,
+                   C_CCLComm comm, C_Stream stream) {
+  return guarded("xccl_recv", [&] {
+    if (count == 0) return C_SUCCESS;
+    CommHandle& c = comm_of(comm);
+    DLDataType dtype = xccl_dtype(data_type);
+    c.comm.recv(xccl_ref(recv_buf, xccl_bytes(count, dtype, 1)), count, dtype,
+                xccl_rank(src_rank, c, "peer"), comm_stream(c, stream));
+    return C_SUCCESS;
+  });
+}
+
+#endif  // OAR_PADDLE_XCCL
+
 }  // namespace
 }  // namespace oar_paddle
 
@@ -617,6 +1060,10 @@ extern "C" __attribute__((visibility("default"))) void InitPlugin(CustomRuntimeP
   api->device_memory_allocate = device_memory_allocate;
   api->device_memory_deallocate = device_memory_deallocate;
   api->device_memory_set = device_memory_set;
+  api->host_memory_allocate = host_memory_allocate;
+  api->host_memory_deallocate = host_memory_deallocate;
+  api->unified_memory_allocate = unified_memory_allocate;
+  api->unified_memory_deallocate = unified_memory_deallocate;
   api->memory_copy_h2d = memory_copy_h2d;
   api->memory_copy_d2h = memory_copy_d2h;
   api->memory_copy_d2d = memory_copy_d2d;
@@ -632,6 +1079,44 @@ extern "C" __attribute__((visibility("default"))) void InitPlugin(CustomRuntimeP
   api->device_max_alloc_size = device_max_alloc_size;
   api->is_float16_supported = is_float16_supported;
   api->is_bfloat16_supported = is_bfloat16_supported;
+#if defined(OAR_PADDLE_XCCL)
+  api->xccl_get_unique_id_size = xccl_get_unique_id_size;
+  api->xccl_get_unique_id = xccl_get_unique_id;
+  api->xccl_comm_init_rank = xccl_comm_init_rank;
+  api->xccl_destroy_comm = xccl_destroy_comm;
+  api->xccl_all_reduce = xccl_all_reduce;
+  api->xccl_broadcast = xccl_broadcast;
+  api->xccl_reduce = xccl_reduce;
+  api->xccl_all_gather = xccl_all_gather;
+  api->xccl_reduce_scatter = xccl_reduce_scatter;
+  api->xccl_group_start = xccl_group_start;
+  api->xccl_group_end = xccl_group_end;
+  api->xccl_send = xccl_send;
+  api->xccl_recv = xccl_recv;
+#endif
+}
+
+// For the adapter's tests (ctypes): slots Paddle's Python API does not reach,
+// in this order: host_memory_allocate, host_memory_deallocate,
+// unified_memory_allocate, unified_memory_deallocate, device_memory_set.
+extern "C" __attribute__((visibility("default"))) const void* const* oar_paddle_memory_slots() {
+  using namespace oar_paddle;
+  static const void* const slots[] = {reinterpret_cast<const void*>(&host_memory_allocate),
+                                      reinterpret_cast<const void*>(&host_memory_deallocate),
+                                      reinterpret_cast<const void*>(&unified_memory_allocate),
+                                      reinterpret_cast<const void*>(&unified_memory_deallocate),
+                                      reinterpret_cast<const void*>(&device_memory_set)};
+  return slots;
+}
+
+// For the adapter's tests: whether the xccl_* slots are served (the adapter
+// was built with liboar_comm, i.e. MPI was found).
+extern "C" __attribute__((visibility("default"))) int oar_paddle_has_xccl() {
+#if defined(OAR_PADDLE_XCCL)
+  return 1;
+#else
+  return 0;
+#endif
 }
 
 // For the adapter's tests and tools (through ctypes): what OAR says about

@@ -1,5 +1,6 @@
 """The runtime slots: copies, the pointer mapping, streams and events,
 memory statistics, and a missing plugin."""
+import ctypes
 import os
 import subprocess
 import sys
@@ -158,3 +159,72 @@ def test_dtype_the_device_lacks_is_an_error_naming_device_and_operator():
     assert "OAR device" in text and device_name() in text and "add" in text, text
     ok = paddle.ones([3]) + 1
     assert ok.cpu().numpy().tolist() == [2.0, 2.0, 2.0]
+
+
+class _Device(ctypes.Structure):
+    _fields_ = [("id", ctypes.c_int)]
+
+
+_ALLOC = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(_Device), ctypes.POINTER(ctypes.c_void_p),
+                          ctypes.c_size_t)
+_FREE = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(_Device), ctypes.c_void_p, ctypes.c_size_t)
+_SET = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(_Device), ctypes.c_void_p, ctypes.c_ubyte,
+                        ctypes.c_size_t)
+C_SUCCESS, C_ERROR = 0, 3
+
+
+def _memory_slots():
+    """host alloc/free, unified alloc/free and device_memory_set, through the
+    adapter's test export (Paddle's Python API reaches none of the first four)."""
+    root = os.environ.get("CUSTOM_DEVICE_ROOT", "")
+    lib = ctypes.CDLL(os.path.join(root, "libpaddle-custom-oar.so"))
+    lib.oar_paddle_memory_slots.restype = ctypes.POINTER(ctypes.c_void_p)
+    s = lib.oar_paddle_memory_slots()
+    return _ALLOC(s[0]), _FREE(s[1]), _ALLOC(s[2]), _FREE(s[3]), _SET(s[4])
+
+
+def test_host_memory_is_usable_host_memory_and_bad_frees_are_errors(capfd):
+    host_alloc, host_free, _, _, _ = _memory_slots()
+    dev = _Device(0)
+    ptrs = []
+    for size in (0, 1, 4096, 3 << 20):
+        p = ctypes.c_void_p()
+        assert host_alloc(ctypes.byref(dev), ctypes.byref(p), size) == C_SUCCESS
+        assert p.value
+        n = max(size, 1)
+        ctypes.memset(p.value, 0xA5, n)  # the host writes all of it
+        assert ctypes.string_at(p.value, n) == b"\xa5" * n
+        ptrs.append((p.value, size))
+    assert len({p for p, _ in ptrs}) == len(ptrs)
+    for p, size in ptrs:
+        assert host_free(ctypes.byref(dev), p, size) == C_SUCCESS
+    # Freeing twice, or memory the adapter did not give, is an error, not a crash.
+    assert host_free(ctypes.byref(dev), ptrs[-1][0], 0) == C_ERROR
+    assert host_free(ctypes.byref(dev), ctypes.addressof(dev), 0) == C_ERROR
+    assert "free of unknown host memory" in capfd.readouterr().err
+
+
+def test_unified_memory_where_the_device_offers_it(capfd):
+    _, _, unified_alloc, unified_free, memory_set = _memory_slots()
+    dev = _Device(0)
+    p = ctypes.c_void_p()
+    status = unified_alloc(ctypes.byref(dev), ctypes.byref(p), 8192)
+    if PLUGIN != "cpu":
+        # sim, opencl and vulkan offer no OAR_MEMORY_KIND_UNIFIED: refused,
+        # naming the device, and no pointer.
+        assert status == C_ERROR and not p.value
+        assert f"OAR device {device_name()} offers no unified memory" in capfd.readouterr().err
+        return
+    assert status == C_SUCCESS and p.value
+    # One address for both sides: the host writes, a device operation (an OAR
+    # fill on the device's stream, resolved from the unified pointer) writes
+    # part of it, and the host reads the device's bytes at the same address.
+    ctypes.memset(p.value, 0x11, 8192)
+    assert memory_set(ctypes.byref(dev), p.value + 100, 0x5A, 50) == C_SUCCESS
+    got = ctypes.string_at(p.value, 8192)
+    assert got == b"\x11" * 100 + b"\x5a" * 50 + b"\x11" * (8192 - 150)
+    # Bytes past the allocation are refused like device memory.
+    assert memory_set(ctypes.byref(dev), p.value + 8000, 0, 1000) == C_ERROR
+    assert unified_free(ctypes.byref(dev), p.value, 8192) == C_SUCCESS
+    assert unified_free(ctypes.byref(dev), p.value, 8192) == C_ERROR
+    assert "leave an allocation of 8192 bytes" in capfd.readouterr().err
