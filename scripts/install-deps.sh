@@ -22,6 +22,10 @@ packages=(
   # the vulkan plugin: loader, shader compiler; Mesa's lavapipe is the device
   # here, the Khronos validation layer checks the plugin's API use
   libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers
+  # the level_zero plugin: the Level Zero loader's headers (the loader is
+  # opened at run time) and the opencl kernels' SPIR-V build: clang-15 above,
+  # llvm-spirv, spirv-val/spirv-dis
+  libze-dev llvm-spirv-15 spirv-tools
   # collectives (liboar_comm, oar::Communicator): Open MPI's mpirun and headers.
   # As root, mpirun needs --allow-run-as-root (or OMPI_ALLOW_RUN_AS_ROOT=1 and
   # OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1), and more ranks than cores need

@@ -1,0 +1,531 @@
+// A fake libze_loader.so.1 for the level_zero plugin's tests: the entry
+// points the plugin resolves (loader.h), over host memory, with no device.
+// An immediate command list is a worker thread that runs its commands in
+// order (copies and fills with memcpy/memset, signals, waits, timestamps
+// from the host's steady clock); a kernel launch is recorded, not run.
+// zeModuleCreate reads the SPIR-V's OpEntryPoint names, so zeKernelCreate
+// fails for a kernel the embedded module lacks, as a driver would.
+//
+// Switches, read at zeInit (environment variables):
+//   OAR_ZE_FAKE_INIT_RESULT=<n>  zeInit returns ze_result_t n
+//   OAR_ZE_FAKE_DEVICES=<n>      devices of the one driver (default 1)
+//   OAR_ZE_FAKE_FP64=0           the devices have no fp64
+//   OAR_ZE_FAKE_LOST_AFTER=<n>   the device is lost after n commands ran
+//   OAR_ZE_FAKE_MODULE_RESULT=<n> zeModuleCreate fails with n and a build log
+// Inspection (extern "C", for the tests): oar_ze_fake_live() counts live
+// objects; oar_ze_fake_log() is the order objects were destroyed in;
+// oar_ze_fake_launches() the launches ("kernel groups=N group=G args=...").
+#include <level_zero/ze_api.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#define FAKE_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+std::mutex g_mutex;  // bookkeeping below, and every event's state
+std::condition_variable g_changed;
+std::string g_log;
+std::string g_launches;
+int g_live = 0;
+bool g_lost = false;
+long g_commands_left = -1;  // -1: never lost
+int g_devices = 1;
+bool g_fp64 = true;
+ze_result_t g_module_result = ZE_RESULT_SUCCESS;
+bool g_initialized = false;
+
+long env(const char* name, long fallback) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' ? std::strtol(value, nullptr, 0) : fallback;
+}
+
+void destroyed(const char* what) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  --g_live;
+  g_log += std::string(what) + "\n";
+}
+void created() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  ++g_live;
+}
+
+}  // namespace
+
+struct _ze_driver_handle_t {};
+struct _ze_device_handle_t {
+  int index = 0;
+};
+struct _ze_context_handle_t {};
+struct _ze_event_pool_handle_t {};
+struct _ze_event_handle_t {
+  bool signaled = false;
+};
+struct _ze_module_build_log_handle_t {
+  std::string text;
+};
+struct _ze_module_handle_t {
+  std::set<std::string> entry_points;
+};
+struct _ze_kernel_handle_t {
+  std::string name;
+  std::map<uint32_t, std::vector<unsigned char>> args;
+  uint32_t group = 1;
+};
+struct _ze_command_list_handle_t {
+  std::deque<std::function<void()>> commands;
+  std::thread worker;
+  bool stopping = false;
+  void run() {
+    for (;;) {
+      std::function<void()> command;
+      {
+        std::unique_lock<std::mutex> lock(g_mutex);
+        g_changed.wait(lock, [this] { return stopping || !commands.empty(); });
+        if (commands.empty()) return;
+        command = std::move(commands.front());
+        commands.pop_front();
+        if (g_lost) continue;  // a lost device runs nothing more
+        if (g_commands_left == 0) {
+          g_lost = true;
+          g_changed.notify_all();
+          continue;
+        }
+        if (g_commands_left > 0) --g_commands_left;
+      }
+      command();
+      g_changed.notify_all();
+    }
+  }
+};
+
+namespace {
+
+_ze_driver_handle_t g_driver;
+_ze_device_handle_t g_device_handles[8];
+
+ze_result_t enqueue(ze_command_list_handle_t list, std::function<void()> command) {
+  if (list == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  list->commands.push_back(std::move(command));
+  g_changed.notify_all();
+  return ZE_RESULT_SUCCESS;
+}
+
+void signal(ze_event_handle_t event) {
+  if (event == nullptr) return;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  event->signaled = true;
+  g_changed.notify_all();
+}
+
+// Waits (worker side) for |events|; false when the device was lost.
+bool wait_all(ze_command_list_handle_t list, uint32_t count, ze_event_handle_t* events) {
+  std::unique_lock<std::mutex> lock(g_mutex);
+  g_changed.wait(lock, [&] {
+    if (g_lost || list->stopping) return true;
+    for (uint32_t i = 0; i < count; ++i) {
+      if (!events[i]->signaled) return false;
+    }
+    return true;
+  });
+  return !g_lost;
+}
+
+// The names of a SPIR-V module's entry points (OpEntryPoint, opcode 15:
+// execution model, function id, then the name as a literal string).
+bool entry_points(const uint8_t* bytes, size_t size, std::set<std::string>* names) {
+  if (size < 20 || size % 4 != 0) return false;
+  std::vector<uint32_t> words(size / 4);
+  std::memcpy(words.data(), bytes, size);
+  if (words[0] != 0x07230203u) return false;
+  for (size_t at = 5; at < words.size();) {
+    const uint32_t count = words[at] >> 16, opcode = words[at] & 0xffffu;
+    if (count == 0 || at + count > words.size()) return false;
+    if (opcode == 15 && count > 3) {
+      const char* name = reinterpret_cast<const char*>(&words[at + 3]);
+      names->insert(std::string(name, strnlen(name, (count - 3) * 4)));
+    }
+    at += count;
+  }
+  return true;
+}
+
+}  // namespace
+
+FAKE_EXPORT const char* oar_ze_fake_log() {
+  static std::string copy;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  copy = g_log;
+  return copy.c_str();
+}
+FAKE_EXPORT int oar_ze_fake_live() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return g_live;
+}
+FAKE_EXPORT const char* oar_ze_fake_launches() {
+  static std::string copy;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  copy = g_launches;
+  return copy.c_str();
+}
+FAKE_EXPORT void oar_ze_fake_reset() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_log.clear();
+  g_launches.clear();
+}
+
+extern "C" {
+
+ze_result_t zeInit(ze_init_flags_t) {
+  const long result = env("OAR_ZE_FAKE_INIT_RESULT", 0);
+  if (result != 0) return ze_result_t(result);
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_devices = int(env("OAR_ZE_FAKE_DEVICES", 1));
+  if (g_devices > 8) g_devices = 8;
+  g_fp64 = env("OAR_ZE_FAKE_FP64", 1) != 0;
+  g_commands_left = env("OAR_ZE_FAKE_LOST_AFTER", -1);
+  g_module_result = ze_result_t(env("OAR_ZE_FAKE_MODULE_RESULT", 0));
+  g_lost = false;
+  g_initialized = true;
+  return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t zeDriverGet(uint32_t* count, ze_driver_handle_t* drivers) {
+  if (!g_initialized) return ZE_RESULT_ERROR_UNINITIALIZED;
+  if (drivers != nullptr && *count >= 1) drivers[0] = &g_driver;
+  *count = 1;
+  return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t zeDriverGetApiVersion(ze_driver_handle_t, ze_api_version_t* version) {
+  *version = ZE_API_VERSION_1_4;
+  return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t zeDriverGetProperties(ze_driver_handle_t, ze_driver_properties_t* properties) {
+  properties->driverVersion = (1u << 24) | (2u << 16) | 3u;
+  return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t zeDeviceGet(ze_driver_handle_t, uint32_t* count, ze_device_handle_t* devices) {
+  if (devices != nullptr) {
+    for (int i = 0; i < g_devices && uint32_t(i) < *count; ++i) {
+      g_device_handles[i].index = i;
+      devices[i] = &g_device_handles[i];
+    }
+  }
+  *count = uint32_t(g_devices);
+  return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t zeDeviceGetProperties(ze_device_handle_t device, ze_device_properties_t* p) {
+  p->type = ZE_DEVICE_TYPE_GPU;
+  p->vendorId = 0x8086;
+  p->maxMemAllocSize = 1ull << 28;
+  p->numSlices = 1;
+  p->numSubslicesPerSlice = 2;
+  p->numEUsPerSubslice = 8;
+  p->timerResolution = 1;  // ns per tick: the clock below counts ns
+  p->timestampValidBits = 64;
+  std::snprintf(p->name, sizeof p->name, "OAR fake Level Zero device %d (no GPU)", device->index);
+  return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t zeDeviceGetComputeProperties(ze_device_handle_t, ze_device_compute_properties_t* p) {
+  p->maxTotalGroupSize = 1024;
+  return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t zeDeviceGetModuleProperties(ze_device_handle_t, ze_device_module_properties_t* p) {
+  p->flags = ZE_DEVICE_MODULE_FLAG_FP16 | (g_fp64 ? ZE_DEVICE_MODULE_FLAG_FP64 : 0);
+  p->spirvVersionSupported = ZE_MAKE_VERSION(1, 2);
+  return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t zeDeviceGetMemoryProperties(ze_device_handle_t, uint32_t* count,
+                                        ze_device_memory_properties_t* p) {
+  if (p != nullptr && *count >= 1) p[0].totalSize = 1ull << 30;
+  *count = 1;
+  return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t zeDeviceGetCommandQueueGroupProperties(ze_device_handle_t, uint32_t* count,
+                                                   ze_command_queue_group_properties_t* p) {
+  // A copy engine first, then the compute group: the plugin must pick ordinal 1.
+  if (p != nullptr && *count >= 2) {
+    p[0].flags = ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COPY;
+    p[0].numQueues = 1;
+    p[1].flags =
+        ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COMPUTE | ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COPY;
+    p[1].numQueues = 1;
+  }
+  *count = 2;
+  return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t zeContextCreate(ze_driver_handle_t, const ze_context_desc_t*,
+                            ze_context_handle_t* context) {
+  *context = new _ze_context_handle_t;
+  created();
+  return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t zeContextDestroy(ze_context_handle_t context) {
+  delete context;
+  destroyed("context");
+  return ZE_RESULT_SUCCESS;
+}
+
+namespace {
+ze_result_t allocate(size_t size, size_t alignment, void** out) {
+  if (size > (1ull << 28)) return ZE_RESULT_ERROR_UNSUPPORTED_SIZE;
+  if (alignment == 0) alignment = 64;
+  *out = std::aligned_alloc(alignment, (size + alignment - 1) / alignment * alignment);
+  if (*out == nullptr) return ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY;
+  created();
+  return ZE_RESULT_SUCCESS;
+}
+}  // namespace
+
+ze_result_t zeMemAllocDevice(ze_context_handle_t, const ze_device_mem_alloc_desc_t*, size_t size,
+                             size_t alignment, ze_device_handle_t, void** out) {
+  return allocate(size, alignment, out);
+}
+ze_result_t zeMemAllocHost(ze_context_handle_t, const ze_host_mem_alloc_desc_t*, size_t size,
+                           size_t alignment, void** out) {
+  return allocate(size, alignment, out);
+}
+ze_result_t zeMemAllocShared(ze_context_handle_t, const ze_device_mem_alloc_desc_t*,
+                             const ze_host_mem_alloc_desc_t*, size_t size, size_t alignment,
+                             ze_device_handle_t, void** out) {
+  return allocate(size, alignment, out);
+}
+ze_result_t zeMemFree(ze_context_handle_t, void* pointer) {
+  std::free(pointer);
+  destroyed("memory");
+  return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t zeCommandListCreateImmediate(ze_context_handle_t, ze_device_handle_t,
+                                         const ze_command_queue_desc_t* desc,
+                                         ze_command_list_handle_t* list) {
+  if (desc->ordinal != 1) return ZE_RESULT_ERROR_INVALID_ARGUMENT;  // not the compute group
+  auto* made = new _ze_command_list_handle_t;
+  made->worker = std::thread([made] { made->run(); });
+  *list = made;
+  created();
+  return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t zeCommandListDestroy(ze_command_list_handle_t list) {
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    list->stopping = true;
+    g_changed.notify_all();
+  }
+  list->worker.join();
+  delete list;
+  destroyed("command list");
+  return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t zeCommandListAppendMemoryCopy(ze_command_list_handle_t list, void* dst, const void* src,
+                                          size_t size, ze_event_handle_t signal_event, uint32_t,
+                                          ze_event_handle_t*) {
+  return enqueue(list, [=] {
+    std::memcpy(dst, src, size);
+    signal(signal_event);
+  });
+}
+
+ze_result_t zeCommandListAppendMemoryFill(ze_command_list_handle_t list, void* dst,
+                                          const void* pattern, size_t pattern_size, size_t size,
+                                          ze_event_handle_t signal_event, uint32_t,
+                                          ze_event_handle_t*) {
+  std::vector<unsigned char> bytes(static_cast<const unsigned char*>(pattern),
+                                   static_cast<const unsigned char*>(pattern) + pattern_size);
+  return enqueue(list, [=] {
+    for (size_t i = 0; i < size; ++i) static_cast<unsigned char*>(dst)[i] = bytes[i % bytes.size()];
+    signal(signal_event);
+  });
+}
+
+ze_result_t zeCommandListAppendBarrier(ze_command_list_handle_t list,
+                                       ze_event_handle_t signal_event, uint32_t,
+                                       ze_event_handle_t*) {
+  return enqueue(list, [=] { signal(signal_event); });
+}
+
+ze_result_t zeCommandListAppendSignalEvent(ze_command_list_handle_t list, ze_event_handle_t event) {
+  return enqueue(list, [=] { signal(event); });
+}
+
+ze_result_t zeCommandListAppendWaitOnEvents(ze_command_list_handle_t list, uint32_t count,
+                                            ze_event_handle_t* events) {
+  std::vector<ze_event_handle_t> copy(events, events + count);
+  return enqueue(list, [=]() mutable { wait_all(list, count, copy.data()); });
+}
+
+ze_result_t zeCommandListAppendWriteGlobalTimestamp(ze_command_list_handle_t list, uint64_t* dst,
+                                                    ze_event_handle_t signal_event, uint32_t,
+                                                    ze_event_handle_t*) {
+  return enqueue(list, [=] {
+    *dst = uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                        std::chrono::steady_clock::now().time_since_epoch())
+                        .count());
+    signal(signal_event);
+  });
+}
+
+ze_result_t zeCommandListAppendLaunchKernel(ze_command_list_handle_t list,
+                                            ze_kernel_handle_t kernel,
+                                            const ze_group_count_t* groups,
+                                            ze_event_handle_t signal_event, uint32_t,
+                                            ze_event_handle_t*) {
+  std::string line = kernel->name + " groups=" + std::to_string(groups->groupCountX) +
+                     " group=" + std::to_string(kernel->group) + " args=";
+  for (const auto& [index, bytes] : kernel->args) line += std::to_string(bytes.size()) + ",";
+  line += "\n";
+  return enqueue(list, [=] {
+    {
+      std::lock_guard<std::mutex> lock(g_mutex);
+      g_launches += line;
+    }
+    signal(signal_event);
+  });
+}
+
+ze_result_t zeEventPoolCreate(ze_context_handle_t, const ze_event_pool_desc_t* desc, uint32_t,
+                              ze_device_handle_t*, ze_event_pool_handle_t* pool) {
+  if ((desc->flags & ZE_EVENT_POOL_FLAG_HOST_VISIBLE) == 0) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+  *pool = new _ze_event_pool_handle_t;
+  created();
+  return ZE_RESULT_SUCCESS;
+}
+ze_result_t zeEventPoolDestroy(ze_event_pool_handle_t pool) {
+  delete pool;
+  destroyed("event pool");
+  return ZE_RESULT_SUCCESS;
+}
+ze_result_t zeEventCreate(ze_event_pool_handle_t, const ze_event_desc_t*,
+                          ze_event_handle_t* event) {
+  *event = new _ze_event_handle_t;
+  created();
+  return ZE_RESULT_SUCCESS;
+}
+ze_result_t zeEventDestroy(ze_event_handle_t event) {
+  delete event;
+  destroyed("event");
+  return ZE_RESULT_SUCCESS;
+}
+ze_result_t zeEventHostSynchronize(ze_event_handle_t event, uint64_t timeout) {
+  std::unique_lock<std::mutex> lock(g_mutex);
+  auto ready = [event] { return event->signaled || g_lost; };
+  if (timeout == UINT64_MAX) {
+    g_changed.wait(lock, ready);
+  } else if (!g_changed.wait_for(lock, std::chrono::nanoseconds(timeout), ready)) {
+    return ZE_RESULT_NOT_READY;
+  }
+  return event->signaled ? ZE_RESULT_SUCCESS : ZE_RESULT_ERROR_DEVICE_LOST;
+}
+ze_result_t zeEventQueryStatus(ze_event_handle_t event) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (event->signaled) return ZE_RESULT_SUCCESS;
+  return g_lost ? ZE_RESULT_ERROR_DEVICE_LOST : ZE_RESULT_NOT_READY;
+}
+ze_result_t zeEventHostSignal(ze_event_handle_t event) {
+  signal(event);
+  return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t zeModuleCreate(ze_context_handle_t, ze_device_handle_t, const ze_module_desc_t* desc,
+                           ze_module_handle_t* module, ze_module_build_log_handle_t* log) {
+  if (log != nullptr) {
+    *log = new _ze_module_build_log_handle_t;
+    created();
+  }
+  if (g_module_result != ZE_RESULT_SUCCESS) {
+    if (log != nullptr) (*log)->text = "fake build log: error: the switch said so";
+    return g_module_result;
+  }
+  auto made = std::make_unique<_ze_module_handle_t>();
+  if (desc->format != ZE_MODULE_FORMAT_IL_SPIRV ||
+      !entry_points(desc->pInputModule, desc->inputSize, &made->entry_points)) {
+    if (log != nullptr) (*log)->text = "fake build log: not a SPIR-V module";
+    return ZE_RESULT_ERROR_INVALID_NATIVE_BINARY;
+  }
+  *module = made.release();
+  created();
+  return ZE_RESULT_SUCCESS;
+}
+ze_result_t zeModuleDestroy(ze_module_handle_t module) {
+  delete module;
+  destroyed("module");
+  return ZE_RESULT_SUCCESS;
+}
+ze_result_t zeModuleBuildLogGetString(ze_module_build_log_handle_t log, size_t* size, char* text) {
+  if (text != nullptr) std::memcpy(text, log->text.c_str(), std::min(*size, log->text.size() + 1));
+  *size = log->text.size() + 1;
+  return ZE_RESULT_SUCCESS;
+}
+ze_result_t zeModuleBuildLogDestroy(ze_module_build_log_handle_t log) {
+  delete log;
+  destroyed("build log");
+  return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t zeKernelCreate(ze_module_handle_t module, const ze_kernel_desc_t* desc,
+                           ze_kernel_handle_t* kernel) {
+  if (module->entry_points.count(desc->pKernelName) == 0) {
+    return ZE_RESULT_ERROR_INVALID_KERNEL_NAME;
+  }
+  auto* made = new _ze_kernel_handle_t;
+  made->name = desc->pKernelName;
+  *kernel = made;
+  created();
+  return ZE_RESULT_SUCCESS;
+}
+ze_result_t zeKernelDestroy(ze_kernel_handle_t kernel) {
+  delete kernel;
+  destroyed("kernel");
+  return ZE_RESULT_SUCCESS;
+}
+ze_result_t zeKernelSetArgumentValue(ze_kernel_handle_t kernel, uint32_t index, size_t size,
+                                     const void* value) {
+  if (index > 32) return ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_INDEX;
+  auto& bytes = kernel->args[index];
+  bytes.assign(size, 0);
+  if (value != nullptr) std::memcpy(bytes.data(), value, size);
+  return ZE_RESULT_SUCCESS;
+}
+ze_result_t zeKernelSetGroupSize(ze_kernel_handle_t kernel, uint32_t x, uint32_t, uint32_t) {
+  kernel->group = x;
+  return ZE_RESULT_SUCCESS;
+}
+ze_result_t zeKernelSuggestGroupSize(ze_kernel_handle_t, uint32_t x, uint32_t, uint32_t,
+                                     uint32_t* gx, uint32_t* gy, uint32_t* gz) {
+  uint32_t group = 64;
+  while (group > 1 && x % group != 0) group /= 2;  // a divisor of the global size
+  *gx = group;
+  *gy = *gz = 1;
+  return ZE_RESULT_SUCCESS;
+}
+
+}  // extern "C"
