@@ -18,9 +18,10 @@
 // barrier), the order alternating between repetitions. A block's time is
 // the slowest rank's. Printed: the median block time of each, and the median
 // of the repetitions' ratios; then the same for MPI_Iallreduce + MPI_Wait
-// (the nonblocking all-reduce OAR's engine starts and polls), so that OAR's
-// own cost shows apart from MPI's choice of algorithm. --iters fixes the block length; by default
-// it shrinks with the size (200 operations at 8 B, 2 at 256 MiB).
+// (the nonblocking all-reduce OAR's engine starts and polls below 64 KiB,
+// kRingMinBytes; from there on, OAR runs its own ring of MPI_Isend/Irecv),
+// so that OAR's own cost shows apart from MPI's choice of algorithm. --iters fixes the block
+// length; by default it shrinks with the size (200 operations at 8 B, 2 at 256 MiB).
 #include <mpi.h>
 
 #include <algorithm>
@@ -123,7 +124,7 @@ int main(int argc, char** argv) {
                   "busbw", "ratio", "i-mpi(us)", "ratio");
       std::printf(
           "# times: medians of the repetitions; ratio: median of OAR busbw / MPI busbw; i-mpi: "
-          "MPI_Iallreduce + MPI_Wait, what OAR's engine calls\n");
+          "MPI_Iallreduce + MPI_Wait, what OAR's engine calls below 64 KiB (above: OAR's ring)\n");
     }
     const double ring = size > 1 ? 2.0 * (size - 1) / size : 1.0;
     for (uint64_t bytes = std::max<uint64_t>(min_bytes, es); bytes <= max_bytes; bytes *= 2) {
