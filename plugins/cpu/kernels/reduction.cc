@@ -9,6 +9,7 @@
 
 #include "kernels/kernel.h"
 #include "kernels/loops.h"
+#include "kernels/simd.h"
 
 namespace oar::cpu {
 namespace {
@@ -118,9 +119,33 @@ void for_each_offset(int ndim, const int64_t* shape, const int64_t* strides, F&&
   }
 }
 
-// Combines n contiguous elements into acc, eight lanes at a time.
+// The sum of n contiguous f32 in double on the widest SIMD: element j adds
+// to lane j % kSumLanes and the lanes are added in a fixed tree at the end,
+// so the result depends neither on the vector width nor on the threads.
+// Four AVX-512 registers of independent adds (eight double lanes waited on
+// each add's latency and ran 2 lanes a vector on the baseline build).
+constexpr int64_t kSumLanes = 32;
+
+OAR_CPU_WIDEST_SIMD double sum_f32(const float* x, int64_t n) {
+  double lane[kSumLanes] = {};
+  int64_t j = 0;
+  for (; j + kSumLanes <= n; j += kSumLanes) {
+    for (int64_t l = 0; l < kSumLanes; ++l) lane[l] += double(x[j + l]);
+  }
+  for (; j < n; ++j) lane[j % kSumLanes] += double(x[j]);
+  for (int64_t half = kSumLanes / 2; half > 0; half /= 2) {
+    for (int64_t l = 0; l < half; ++l) lane[l] += lane[l + half];
+  }
+  return lane[0];
+}
+
+// Combines n contiguous elements into acc, eight lanes at a time (f32 sums:
+// sum_f32).
 template <Reduce r, typename A, typename T>
 A reduce_run(A acc, const T* x, int64_t n) {
+  if constexpr ((r == Reduce::kSum || r == Reduce::kMean) && std::is_same_v<T, float>) {
+    return acc + sum_f32(x, n);
+  }
   constexpr int kLanes = 8;
   A lanes[kLanes];
   for (A& lane : lanes) lane = identity<r, A>();
@@ -161,10 +186,14 @@ void run_reduce(const Geometry& g, const T* x, T* y) {
   if (g.rows == 0 || g.inner == 0) return;  // no outputs
   const int64_t block = std::min(g.inner, kBlock), blocks = (g.inner + block - 1) / block;
   const int64_t tasks = g.rows * blocks, work = g.rows * g.inner * g.count;
+  // Handed out dynamically, at least 4 * kGrain elements a time: a thread
+  // that waits for a core leaves its share to the other.
+  const int64_t per_task = std::max<int64_t>(block * g.count, 1);
+  const int64_t chunk = std::max<int64_t>(4 * kGrain / per_task, 1);
 #pragma omp parallel if (work > 2 * kGrain)
   {
     std::vector<A> acc(static_cast<size_t>(block));
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic, chunk)
     for (int64_t task = 0; task < tasks; ++task) {
       const int64_t row = task / blocks, first = task % blocks * block;
       const int64_t width = std::min(block, g.inner - first);

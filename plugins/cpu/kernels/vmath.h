@@ -12,12 +12,15 @@
 
 namespace oar::cpu {
 
-// e^x in f32 within 2 ulp for normal results (Cody-Waite reduction by
-// n ln 2, a degree-7 polynomial on |r| <= ln 2 / 2, then 2^n built from its
-// exponent bits in two factors so that results down to the subnormals are
-// formed). Overflow gives +inf, x < -104 gives 0 (e^-104 is below f32's
-// smallest subnormal), NaN gives NaN.
-inline float exp_f32(float x) {
+// e^(x + lo) in f32, the argument given as x and a small part |lo| << 1 that
+// f32 could not hold in x (with kExtra; exp_f32 passes none). Cody-Waite
+// reduction of x by n ln 2, then lo added to the reduced argument, a degree-7
+// polynomial on |r| <= ln 2 / 2, then 2^n built from its exponent bits in two
+// factors so that results down to the subnormals are formed. Overflow gives
+// +inf, x < -104 gives 0 (e^-104 is below f32's smallest subnormal), NaN gives
+// NaN.
+template <bool kExtra>
+inline float exp_f32_split(float x, float lo) {
   constexpr float kHigh = 88.72283935546875f;  // above it e^x overflows f32
   constexpr float kLow = -104.0f;
   const float clamped = x > kHigh ? kHigh : (x < kLow ? kLow : x);  // NaN stays NaN
@@ -25,7 +28,11 @@ inline float exp_f32(float x) {
   // A NaN takes n = 0 (its bits would make the integer steps overflow); r
   // stays NaN, and so does the result.
   constexpr float kShifter = 12582912.0f;
-  const float finite = clamped == clamped ? clamped : 0.0f;
+  float finite = clamped == clamped ? clamped : 0.0f;
+  if constexpr (kExtra) {  // n from x + lo, so that |r| stays <= ln 2 / 2
+    finite += lo;
+    finite = finite == finite ? finite : 0.0f;
+  }
   const float shifted = finite * 1.44269504088896341f + kShifter;
   const float n = shifted - kShifter;
   int32_t bits, shifter_bits;
@@ -33,7 +40,8 @@ inline float exp_f32(float x) {
   std::memcpy(&shifter_bits, &kShifter, sizeof shifter_bits);
   const int32_t ni = bits - shifter_bits;  // in [-150, 128]
   // r = x - n ln 2, ln 2 split in a part exact in f32 times n and the rest.
-  const float r = (clamped - n * 0.693359375f) - n * -2.12194440e-4f;
+  float r = (clamped - n * 0.693359375f) - n * -2.12194440e-4f;
+  if constexpr (kExtra) r += lo;
   float p = 1.9875691500e-4f;
   p = p * r + 1.3981999507e-3f;
   p = p * r + 8.3334519073e-3f;
@@ -49,6 +57,61 @@ inline float exp_f32(float x) {
   std::memcpy(&scale2, &scale2_bits, sizeof scale2);
   const float result = e * scale1 * scale2;
   return x > kHigh ? std::numeric_limits<float>::infinity() : (x < kLow ? 0.0f : result);
+}
+
+// e^x in f32 within 2 ulp for normal results (vmath_test.cc).
+inline float exp_f32(float x) { return exp_f32_split<false>(x, 0.0f); }
+
+// gelu(x) = x Phi(x) = x (1 + erf(x / sqrt 2)) / 2 in f32, within 6 ulp of the
+// correctly rounded result for every f32 x, subnormal results included
+// (vmath_test.cc measures it). With a = |x| and Q(a) = erfc(a / sqrt 2) / 2
+// (the normal tail, <= 1/2): x Q(a) for x < 0, x (1 - Q(a)) for x >= 0, so
+// that the negative tail keeps its relative precision (1 + erf would cancel).
+// Q(a) = e^(-a^2/2) t S(t) with t = 2 / (2 + a): S a degree-10 polynomial in
+// t - 1/2 (a least-squares fit of relative error, coefficients rounded to f32
+// one at a time, each fit again after the lower ones were rounded), good to
+// 4 ulp for a in [0, 14.6]; beyond, e^(-a^2/2) x is below half the smallest
+// subnormal. -a^2/2 is formed exactly as hi + lo from a = ah + al, ah with
+// the 12 leading bits of a (ah^2 exact): a 1-ulp error of a^2 near a = 14
+// would be 100 ulp of e^(-a^2/2). gelu(inf) = inf, gelu(-inf) = NaN (-inf *
+// 0, docs/ops.md), gelu(+-0) = +-0, NaN gives NaN.
+inline float gelu_f32(float x) {
+  const float a = std::fabs(x);
+  const float t = 2.0f / (2.0f + a);
+  const float u = t - 0.5f;
+  float s = -3.803364933e-02f;
+  s = s * u + -9.662985802e-03f;
+  s = s * u + 9.272720665e-02f;
+  s = s * u + -5.586034805e-02f;
+  s = s * u + -6.058285385e-02f;
+  s = s * u + 1.079163700e-01f;
+  s = s * u + -3.855824005e-03f;
+  s = s * u + -1.468795091e-01f;
+  s = s * u + 5.759656429e-02f;
+  s = s * u + 3.314044178e-01f;
+  s = s * u + 3.362039924e-01f;
+  const float ts = t * s;
+  uint32_t a_bits;
+  std::memcpy(&a_bits, &a, sizeof a_bits);
+  a_bits &= 0xfffff000u;
+  float ah;
+  std::memcpy(&ah, &a_bits, sizeof ah);
+  const float al = a - ah;  // exact; NaN for a = inf, where hi = -inf decides
+  const float e = exp_f32_split<true>(-0.5f * (ah * ah), -0.5f * (al * (a + ah)));
+  // x < 0: (x t S) e, one rounding where e is subnormal; x >= 0: x (1 - Q).
+  return x < 0.0f ? (x * ts) * e : x * (1.0f - ts * e);
+}
+
+// gelu's tanh form, 0.5 x (1 + tanh(u)) with u = sqrt(2 / pi) (x + 0.044715
+// x^3), as x / (1 + e^(-2u)) (the same value; docs/ops.md's decomposition),
+// for u < 0 as x z / (1 + z) with z = e^(2u), which underflows gradually
+// where e^(-2u) would overflow. u is rounded in f32, an error that e^(2u)
+// multiplies by |2u|: vmath_test.cc states the error against the formula in
+// double. gelu(inf) = inf, gelu(-inf) = NaN (-inf * 0), NaN gives NaN.
+inline float gelu_tanh_f32(float x) {
+  const float u = 0.7978845608028654f * (x + 0.044715f * (x * x * x));
+  const float z = exp_f32(-2.0f * std::fabs(u));
+  return (u < 0.0f ? x * z : x) / (1.0f + z);
 }
 
 // The largest of x[0..n) (n > 0); NaN if any is NaN.
