@@ -6,6 +6,7 @@
 #include <array>
 #include <climits>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -572,34 +573,239 @@ void attention_softmax(F* scores, int64_t rows, int64_t width, Seen&& seen) {
   }
 }
 
-// attention_softmax for f32 on the widest SIMD, less its last step: each
-// row's exps e^(s - max) stay unnormalized and |inverse|[r] receives 1 / their
-// sum, so that the rows of scores x v are scaled instead (dv multiplications
-// a row, not one per key). Row r of the block starting at query |first| sees
-// keys j < first + r + 1 + shift (all |width| without |causal|); a row that
-// sees none is zeros with |inverse| 0.
-OAR_CPU_WIDEST_SIMD void attention_exps_f32(float* scores, float* inverse, int64_t rows,
-                                            int64_t width, int64_t first, int64_t shift, int64_t lk,
-                                            bool causal) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t visible = causal ? std::clamp<int64_t>(first + r + shift + 1, 0, lk) : lk;
-    float* row = scores + r * width;
-    inverse[r] =
-        visible == 0
-            ? 0.0f
-            : float(1 / exp_shifted_lanes_f32<true>(row, row, visible, row_max_f32(row, visible)));
-    std::fill(row + visible, row + width, 0.0f);
+// --- f32: one fused pass (flash attention) --------------------------------------
+//
+// Per batch item and block of kQueryBlock queries (in parallel, dynamically
+// handed out; a block's result does not depend on the thread that computes
+// it), over blocks of kKeyBlock keys: the block's scores, transposed (keys x
+// queries: k's rows are read as they are, only the queries are packed, once
+// per block of queries), as (scale q) k^T on register tiles; an online
+// softmax vectorized over the queries (each query's running maximum m and
+// sum l; what a query accumulated is rescaled by e^(m_old - m_new) when its
+// maximum grows); acc += e^(scores - m) v on register tiles; y = acc / l at
+// the end. No GEMM packs the scores, and they stay in the core's cache.
+// Sums across key blocks (l and acc) are in double, each block's in f32 (at
+// most kKeyBlock terms), so long rows keep the accumulate tolerance. Masked
+// keys are left out of a query's sums (not set to -inf), so that a query
+// whose visible scores are all -inf is NaN as the reference's e^(-inf - -inf),
+// and one that sees no key is 0.
+
+// 16 f32 in a GCC/Clang vector: one AVX-512 register, two AVX2 or four SSE or
+// NEON registers in the clone that runs. Never passed to or returned from a
+// function (its ABI depends on the ISA).
+typedef float F32x16 __attribute__((vector_size(64)));
+
+constexpr int64_t kQueryBlock = 64;
+constexpr int64_t kKeyBlock = 64;
+constexpr int64_t kTileColumns = 32;  // register tiles: rows x 2 vectors
+
+// Register tiles of 8 rows (16 accumulators) where the processor has
+// AVX-512's 32 vector registers, else 4 rows (AVX2's 16 registers would
+// spill 8 rows' accumulators).
+bool wide_attention_tiles() {
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__ELF__)
+  return __builtin_cpu_supports("avx512f");
+#else
+  return false;
+#endif
+}
+
+struct FlashBuffers {
+  std::vector<float> qt, scores, v, zeros, limit, m, alpha, block_max, shift, block_sum;
+  std::vector<double> acc, sum;
+  FlashBuffers(int64_t d, int64_t dv_padded)
+      : qt(size_t(d * kQueryBlock)),
+        scores(size_t(kKeyBlock * kQueryBlock)),
+        v(size_t(kKeyBlock * dv_padded)),
+        zeros(size_t(std::max<int64_t>(d, 1))),
+        limit(size_t(kQueryBlock)),
+        m(size_t(kQueryBlock)),
+        alpha(size_t(kQueryBlock)),
+        block_max(size_t(kQueryBlock)),
+        shift(size_t(kQueryBlock)),
+        block_sum(size_t(kQueryBlock)),
+        acc(size_t(kQueryBlock * dv_padded)),
+        sum(size_t(kQueryBlock)) {}
+};
+
+// Queries [first, first + rows) of one batch item (rows <= kQueryBlock): q
+// [lq, d], k [lk, d], v [lk, dv] and y [lq, dv] point at the item's matrices.
+// kRows: the register tiles' rows.
+template <int kRows>
+inline __attribute__((always_inline)) void flash_attention_block(const float* q, const float* k,
+                                                                 const float* v, float* y,
+                                                                 int64_t first, int64_t rows,
+                                                                 const Attention& s,
+                                                                 FlashBuffers& w) {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  const int64_t d = s.d, dv = s.dv, lk = s.lk;
+  const int64_t dv_padded = (dv + kTileColumns - 1) / kTileColumns * kTileColumns;
+  // Queries are the scores' columns, a multiple of the tile's 32.
+  const int64_t cols = (rows + kTileColumns - 1) / kTileColumns * kTileColumns;
+  const int64_t rows_padded = (rows + kRows - 1) / kRows * kRows;
+  const float scale = float(s.scale);
+  float* qt = w.qt.data();
+  float* st = w.scores.data();
+  float *limit = w.limit.data(), *m = w.m.data(), *alpha = w.alpha.data();
+  float *block_max = w.block_max.data(), *shift = w.shift.data(), *block_sum = w.block_sum.data();
+  double* acc = w.acc.data();
+  double* l = w.sum.data();
+  for (int64_t c = 0; c < d; ++c) {
+    for (int64_t i = 0; i < cols; ++i)
+      qt[c * cols + i] = i < rows ? scale * q[(first + i) * d + c] : 0;
+  }
+  for (int64_t i = 0; i < cols; ++i) m[i] = -kInf, l[i] = 0;
+  std::fill(acc, acc + rows_padded * dv_padded, 0.0);
+  // Query i sees keys j < visible(i); the block's last query sees the most.
+  auto visible = [&](int64_t i) {
+    return s.causal ? std::clamp<int64_t>(first + i + s.shift + 1, 0, lk) : lk;
+  };
+  const int64_t keys = visible(rows - 1);
+  for (int64_t j0 = 0; j0 < keys; j0 += kKeyBlock) {
+    const int64_t width = std::min(kKeyBlock, keys - j0);
+    // st[j][i] = sum_c k[j0 + j][c] qt[c][i] on tiles of kRows keys x 32 queries.
+    for (int64_t j = 0; j < width; j += kRows) {
+      const float* kr[kRows];
+      for (int r = 0; r < kRows; ++r) kr[r] = j + r < width ? k + (j0 + j + r) * d : w.zeros.data();
+      for (int64_t i = 0; i < cols; i += kTileColumns) {
+        F32x16 a[kRows][2] = {};
+        const float* qc = qt + i;
+        for (int64_t c = 0; c < d; ++c, qc += cols) {
+          F32x16 q0, q1;
+          std::memcpy(&q0, qc, sizeof q0);
+          std::memcpy(&q1, qc + 16, sizeof q1);
+          for (int r = 0; r < kRows; ++r) {
+            a[r][0] += kr[r][c] * q0;
+            a[r][1] += kr[r][c] * q1;
+          }
+        }
+        for (int r = 0; r < kRows; ++r) {
+          if (j + r >= width) break;
+          std::memcpy(st + (j + r) * cols + i, &a[r][0], sizeof a[r][0]);
+          std::memcpy(st + (j + r) * cols + i + 16, &a[r][1], sizeof a[r][1]);
+        }
+      }
+    }
+    // The online softmax, over the queries: limit[i] of the block's keys are
+    // visible to query i; their scores become e^(score - m), the rest 0.
+    bool all_visible = true;  // no mask in this block (padding queries take any)
+    for (int64_t i = 0; i < cols; ++i) {
+      const int64_t n = i < rows ? std::clamp<int64_t>(visible(i) - j0, 0, width) : width;
+      all_visible = all_visible && n == width;
+      limit[i] = float(n);
+      block_max[i] = -kInf;
+      block_sum[i] = 0;
+    }
+    if (all_visible) {
+      for (int64_t j = 0; j < width; ++j) {
+        const float* row = st + j * cols;
+        for (int64_t i = 0; i < cols; ++i) {  // the maximum; NaN sticks
+          const float x = row[i];
+          block_max[i] = x > block_max[i] || x != x ? x : block_max[i];
+        }
+      }
+    } else {
+      for (int64_t j = 0; j < width; ++j) {
+        const float* row = st + j * cols;
+        const float jf = float(j);
+        for (int64_t i = 0; i < cols; ++i) {
+          const float x = row[i];
+          block_max[i] = jf < limit[i] && (x > block_max[i] || x != x) ? x : block_max[i];
+        }
+      }
+    }
+    for (int64_t i = 0; i < cols; ++i) {
+      const float previous = m[i], b = block_max[i];
+      const float now = b > previous || b != b ? b : previous;
+      shift[i] = now == -kInf ? 0.0f : now;  // all -inf so far: their e^-inf = 0
+      alpha[i] = limit[i] > 0 ? exp_f32(previous - shift[i]) : 1.0f;
+      m[i] = limit[i] > 0 ? now : previous;
+    }
+    if (all_visible) {
+      for (int64_t j = 0; j < width; ++j) {
+        float* row = st + j * cols;
+        for (int64_t i = 0; i < cols; ++i) {
+          const float e = exp_f32(row[i] - shift[i]);
+          row[i] = e;
+          block_sum[i] += e;
+        }
+      }
+    } else {
+      for (int64_t j = 0; j < width; ++j) {
+        float* row = st + j * cols;
+        const float jf = float(j);
+        for (int64_t i = 0; i < cols; ++i) {
+          const float e = jf < limit[i] ? exp_f32(row[i] - shift[i]) : 0.0f;
+          row[i] = e;
+          block_sum[i] += e;
+        }
+      }
+    }
+    for (int64_t i = 0; i < cols; ++i) l[i] = double(alpha[i]) * l[i] + double(block_sum[i]);
+    // v of the block, rows of dv_padded (the padding stays 0) unless dv fits.
+    const float* vb = v + j0 * dv;
+    int64_t v_stride = dv;
+    if (dv != dv_padded) {
+      for (int64_t j = 0; j < width; ++j) {
+        std::copy(vb + j * dv, vb + (j + 1) * dv, w.v.data() + j * dv_padded);
+      }
+      vb = w.v.data();
+      v_stride = dv_padded;
+    }
+    // acc = alpha acc + p v on tiles of kRows queries x 32 columns.
+    for (int64_t i = 0; i < rows_padded; i += kRows) {
+      for (int64_t c0 = 0; c0 < dv_padded; c0 += kTileColumns) {
+        F32x16 a[kRows][2] = {};
+        const float* vj = vb + c0;
+        const float* pj = st + i;
+        for (int64_t j = 0; j < width; ++j, vj += v_stride, pj += cols) {
+          F32x16 v0, v1;
+          std::memcpy(&v0, vj, sizeof v0);
+          std::memcpy(&v1, vj + 16, sizeof v1);
+          for (int r = 0; r < kRows; ++r) {
+            a[r][0] += pj[r] * v0;
+            a[r][1] += pj[r] * v1;
+          }
+        }
+        float tile[kRows][kTileColumns];
+        std::memcpy(&tile[0][0], &a[0][0], sizeof tile);
+        for (int r = 0; r < kRows; ++r) {
+          double* out = acc + (i + r) * dv_padded + c0;
+          const double rescale = alpha[i + r];
+          for (int64_t c = 0; c < kTileColumns; ++c) out[c] = rescale * out[c] + double(tile[r][c]);
+        }
+      }
+    }
+  }
+  for (int64_t i = 0; i < rows; ++i) {
+    float* out = y + (first + i) * dv;
+    if (visible(i) == 0) {
+      std::fill(out, out + dv, 0.0f);
+      continue;
+    }
+    const double inverse = 1 / l[i];  // l = 0 (all scores -inf): 0 * inf = NaN
+    for (int64_t c = 0; c < dv; ++c) out[c] = float(acc[i * dv_padded + c] * inverse);
+  }
+}
+
+OAR_CPU_WIDEST_SIMD void flash_attention_f32(const float* q, const float* k, const float* v,
+                                             float* y, int64_t first, int64_t rows,
+                                             const Attention& s, FlashBuffers& w, bool wide) {
+  if (wide) {
+    flash_attention_block<8>(q, k, v, y, first, rows, s, w);
+  } else {
+    flash_attention_block<4>(q, k, v, y, first, rows, s, w);
   }
 }
 
 // Per batch item and block of queries (in parallel, one block per thread at
 // a time): scores = q_block k^T * scale (gemm), a masked softmax per row,
-// y_block = scores v (gemm); in f32 the exps run on the widest SIMD and the
-// softmax's division waits for y_block's rows. A block's scores are at most kAttentionScores
+// y_block = scores v (gemm). A block's scores are at most kAttentionScores
 // elements, so they stay in the core's cache between the two GEMMs, and a
 // causal block only computes the keys its last row sees. With |causal|, row
 // i sees keys j <= i + shift (lk - lq bottom-right aligned, 0 top-left); a
-// row that sees none gives zeros.
+// row that sees none gives zeros. f32 (and f16, bf16, computed in f32) take
+// flash_attention_f32 instead.
 constexpr int64_t kAttentionScores = int64_t(1) << 17;
 
 template <typename T>
@@ -610,34 +816,39 @@ void attention_run(View q, View k, View v, View y, Attention s) {
   const F* pk = to_blas(k.ptr<T>(), k.numel(), k_buffer);
   const F* pv = to_blas(v.ptr<T>(), v.numel(), v_buffer);
   F* py = blas_output(y.ptr<T>(), y.numel(), y_buffer);
-  const int64_t block = std::clamp<int64_t>(kAttentionScores / std::max<int64_t>(s.lk, 1), 16,
-                                            std::max<int64_t>(s.lq, 1));
-  const int64_t blocks = (s.lq + block - 1) / block, items = s.batch * blocks;
-  const int64_t threads = omp_get_max_threads();
-  std::vector<F> scores(size_t(threads * block * s.lk));
-  F* all_scores = scores.data();
-  std::vector<float> inverses(size_t(threads * block));
-  float* all_inverses = inverses.data();
+  if constexpr (std::is_same_v<F, float>) {
+    const int64_t blocks = (s.lq + kQueryBlock - 1) / kQueryBlock, items = s.batch * blocks;
+    const int64_t dv_padded = (s.dv + kTileColumns - 1) / kTileColumns * kTileColumns;
+    const bool wide = wide_attention_tiles();
+#pragma omp parallel if (items > 1 && s.lq * s.lk * (s.d + s.dv) > kParallelWork)
+    {
+      FlashBuffers buffers(s.d, dv_padded);
+#pragma omp for schedule(dynamic)
+      for (int64_t item = 0; item < items; ++item) {
+        const int64_t b = item / blocks, i0 = item % blocks * kQueryBlock;
+        flash_attention_f32(pq + b * s.lq * s.d, pk + b * s.lk * s.d, pv + b * s.lk * s.dv,
+                            py + b * s.lq * s.dv, i0, std::min(kQueryBlock, s.lq - i0), s, buffers,
+                            wide);
+      }
+    }
+  } else {
+    const int64_t block = std::clamp<int64_t>(kAttentionScores / std::max<int64_t>(s.lk, 1), 16,
+                                              std::max<int64_t>(s.lq, 1));
+    const int64_t blocks = (s.lq + block - 1) / block, items = s.batch * blocks;
+    const int64_t threads = omp_get_max_threads();
+    std::vector<F> scores(size_t(threads * block * s.lk));
+    F* all_scores = scores.data();
 #pragma omp parallel for num_threads(int(threads)) \
     schedule(dynamic) if (items > 1 && s.lq * s.lk * (s.d + s.dv) > kParallelWork)
-  for (int64_t item = 0; item < items; ++item) {
-    const int64_t b = item / blocks, i0 = item % blocks * block;
-    const int64_t rows = std::min(s.lq, i0 + block) - i0;
-    // The keys the block's last row sees (all of them without |causal|).
-    const int64_t keys = s.causal ? std::clamp<int64_t>(i0 + rows + s.shift, 0, s.lk) : s.lk;
-    F* p = all_scores + omp_get_thread_num() * block * s.lk;
-    F* out = py + (b * s.lq + i0) * s.dv;
-    gemm_ld(false, true, rows, keys, s.d, F(s.scale), pq + (b * s.lq + i0) * s.d, s.d,
-            pk + b * s.lk * s.d, s.d, F(0), p, keys);
-    if constexpr (std::is_same_v<F, float>) {
-      float* inverse = all_inverses + omp_get_thread_num() * block;
-      attention_exps_f32(p, inverse, rows, keys, i0, s.shift, s.lk, s.causal);
-      gemm_ld(false, false, rows, s.dv, keys, F(1), p, keys, pv + b * s.lk * s.dv, s.dv, F(0), out,
-              s.dv);
-      for (int64_t r = 0; r < rows; ++r) {
-        for (int64_t j = 0; j < s.dv; ++j) out[r * s.dv + j] *= inverse[r];
-      }
-    } else {
+    for (int64_t item = 0; item < items; ++item) {
+      const int64_t b = item / blocks, i0 = item % blocks * block;
+      const int64_t rows = std::min(s.lq, i0 + block) - i0;
+      // The keys the block's last row sees (all of them without |causal|).
+      const int64_t keys = s.causal ? std::clamp<int64_t>(i0 + rows + s.shift, 0, s.lk) : s.lk;
+      F* p = all_scores + omp_get_thread_num() * block * s.lk;
+      F* out = py + (b * s.lq + i0) * s.dv;
+      gemm_ld(false, true, rows, keys, s.d, F(s.scale), pq + (b * s.lq + i0) * s.d, s.d,
+              pk + b * s.lk * s.d, s.d, F(0), p, keys);
       attention_softmax(p, rows, keys, [&](int64_t r) {
         return s.causal ? std::clamp<int64_t>(i0 + r + s.shift + 1, 0, s.lk) : s.lk;
       });
