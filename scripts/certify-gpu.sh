@@ -10,6 +10,9 @@
 #   scripts/certify-gpu.sh hip [REPORT_DIR]  the same for the hip plugin on an AMD
 #       GPU or Hygon DCU with ROCm 5.x (build-gpu-hip; all gfx targets; its
 #       operators are the cuda plugin's, so are its expectations; no benchmarks yet)
+#   scripts/certify-gpu.sh level_zero [REPORT_DIR]  the same for the level_zero
+#       plugin on an Intel GPU with its Level Zero driver (build-gpu-level_zero;
+#       its own expectations, plugins/level_zero/conformance.json; no benchmarks yet)
 #   BUILD_DIR=...   the build folder (default build-gpu)
 #   JOBS=...        parallel build jobs (default: all cores)
 #   BENCH_REPETITIONS=N   repetitions of each benchmark (default 5; 0 skips them)
@@ -17,7 +20,7 @@
 # Exit status: oar-conform's verdict (0 certified), or 2 if no GPU is seen.
 set -euo pipefail
 PLUGIN=cuda
-if [[ "${1:-}" == cuda || "${1:-}" == hip ]]; then PLUGIN="$1"; shift; fi
+if [[ "${1:-}" == cuda || "${1:-}" == hip || "${1:-}" == level_zero ]]; then PLUGIN="$1"; shift; fi
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 REPORT="$(mkdir -p "${1:-oar-gpu-report}" && cd "${1:-oar-gpu-report}" && pwd)"
 BUILD="${BUILD_DIR:-$ROOT/build-gpu$([[ $PLUGIN == cuda ]] || echo "-$PLUGIN")}"
@@ -28,6 +31,9 @@ command -v rocminfo >/dev/null && rocminfo > "$REPORT/rocminfo.txt" 2>&1 || true
 if [[ $PLUGIN == hip ]]; then
   plugin_flags=(-DOAR_PLUGIN_CUDA=OFF -DOAR_PLUGIN_HIP=ON -DOAR_HIP_ARCHITECTURES=all)
   targets=(oar_plugin_hip oar_hip_plugin_test oar_hip_fake_runtime)
+elif [[ $PLUGIN == level_zero ]]; then
+  plugin_flags=(-DOAR_PLUGIN_CUDA=OFF -DOAR_PLUGIN_HIP=OFF -DOAR_PLUGIN_LEVEL_ZERO=ON)
+  targets=(oar_plugin_level_zero oar_level_zero_plugin_test oar_level_zero_fake_loader)
 else
   plugin_flags=(-DOAR_PLUGIN_CUDA=ON -DOAR_CUDA_ARCHITECTURES=all -DOAR_PLUGIN_HIP=OFF)
   targets=(oar_plugin_cuda oar_cuda_plugin_test oar_cuda_fake_driver oar_cuda_fake_cublas
@@ -53,7 +59,7 @@ fi
 
 set +e
 "$BUILD/bin/oar-conform" --plugin "$PLUGIN" \
-  --expectations "$ROOT/plugins/cuda/conformance.json" --report "$REPORT/conformance" \
+  --expectations "$ROOT/plugins/$([[ $PLUGIN == level_zero ]] && echo level_zero || echo cuda)/conformance.json" --report "$REPORT/conformance" \
   2>&1 | tee "$REPORT/oar-conform.txt"
 verdict=${PIPESTATUS[0]}
 # The benchmarks: medians of interleaved runs and their ratios (the issue's
