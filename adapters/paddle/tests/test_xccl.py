@@ -49,11 +49,15 @@ def _free_port():
 def _run_job(plugins, out_dir):
     ranks = len(plugins.split(","))
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-               OMPI_MCA_rmaps_base_oversubscribe="1", PYTHONDONTWRITEBYTECODE="1")
+               OMPI_MCA_rmaps_base_oversubscribe="1", PYTHONDONTWRITEBYTECODE="1",
+               OAR_VALIDATE="1")
     cmd = ["mpirun", "-n", str(ranks), sys.executable, os.path.join(HERE, "xccl_worker.py"),
            str(out_dir), str(_free_port()), plugins]
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
     assert r.returncode == 0, (r.stdout[-3000:], r.stderr[-5000:])
+    # OAR's validation layer (the ranks' arguments compared before each
+    # operation, and every call's checks) found nothing.
+    assert "validation:" not in r.stderr, r.stderr[-5000:]
     return [dict(np.load(out_dir / f"rank{i}.npz")) for i in range(ranks)], r
 
 
