@@ -28,6 +28,54 @@ constexpr VkBufferUsageFlags kUsage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT |
 
 }  // namespace
 
+uint32_t native_dtypes(const VkPhysicalDeviceFeatures& features,
+                       const VkPhysicalDeviceShaderFloat16Int8Features& float16_int8,
+                       const VkPhysicalDeviceShaderIntegerDotProductFeatures& dot,
+                       const VkPhysicalDeviceShaderIntegerDotProductProperties& dot_speed) {
+  uint32_t bits = 0;
+  // Arithmetic on 16- and 64-bit floats in shaders (docs/abi.md, "Native
+  // arithmetic"); storage alone (storageBuffer16BitAccess) does not count.
+  if (float16_int8.shaderFloat16) bits |= OAR_DTYPE_SUPPORT_F16;
+  if (features.shaderFloat64) bits |= OAR_DTYPE_SUPPORT_F64;
+  // int8 dot products: shaderInt8 only allows 8-bit integers in shaders, and
+  // every Vulkan 1.3 device must accept dot-product instructions; the
+  // "Accelerated" properties say the device executes them faster than their
+  // emulation, i.e. has them in hardware.
+  bool dot_in_hardware = dot_speed.integerDotProduct8BitSignedAccelerated ||
+                         dot_speed.integerDotProduct8BitUnsignedAccelerated ||
+                         dot_speed.integerDotProduct8BitMixedSignednessAccelerated ||
+                         dot_speed.integerDotProduct4x8BitPackedSignedAccelerated ||
+                         dot_speed.integerDotProduct4x8BitPackedUnsignedAccelerated ||
+                         dot_speed.integerDotProduct4x8BitPackedMixedSignednessAccelerated;
+  if (float16_int8.shaderInt8 && dot.shaderIntegerDotProduct && dot_in_hardware) {
+    bits |= OAR_DTYPE_SUPPORT_INT8_DOT;
+  }
+  // bf16: no feature of the Vulkan headers here says the device computes in
+  // it (VK_KHR_shader_bfloat16 is newer), so it is never reported.
+  return bits;
+}
+
+uint32_t native_dtypes(VkPhysicalDevice handle, bool has_integer_dot_product) {
+  VkPhysicalDeviceShaderFloat16Int8Features float16_int8{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+  VkPhysicalDeviceShaderIntegerDotProductFeatures dot{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
+  VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  features.pNext = &float16_int8;
+  VkPhysicalDeviceShaderIntegerDotProductProperties dot_speed{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_PROPERTIES};
+  // The dot-product structs only where the device has the extension (or
+  // Vulkan 1.3, which lists it): chained otherwise they are invalid usage.
+  if (has_integer_dot_product) {
+    float16_int8.pNext = &dot;
+    VkPhysicalDeviceProperties2 properties{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    properties.pNext = &dot_speed;
+    vk.GetPhysicalDeviceProperties2(handle, &properties);
+  }
+  vk.GetPhysicalDeviceFeatures2(handle, &features);
+  return native_dtypes(features.features, float16_int8, dot, dot_speed);
+}
+
 oar_device_s* open_device(const PhysicalDevice& physical, int32_t index) {
   float priority = 1.0f;
   VkDeviceQueueCreateInfo queue{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};

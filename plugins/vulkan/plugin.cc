@@ -183,6 +183,8 @@ bool describe_device(VkPhysicalDevice handle, PhysicalDevice* out, std::string* 
   // transcendental operators from.
   p.dtypes = (d.float16 ? uint32_t(OAR_DTYPE_SUPPORT_F16) : 0u) |
              (d.storage16 ? uint32_t(OAR_DTYPE_SUPPORT_BF16) : 0u);
+  p.native_dtypes = native_dtypes(
+      handle, has_extension(handle, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME));
   p.features = OAR_DEVICE_FEATURE_ASYNC_COPIES | OAR_DEVICE_FEATURE_HOST_CALLBACKS |
                (d.timestamps ? uint32_t(OAR_DEVICE_FEATURE_TIMING_EVENTS) : 0u);
   unsigned threads = std::thread::hardware_concurrency();

@@ -351,6 +351,16 @@ class VulkanPlugin {
   void release_device(oar_device_s* device);
 };
 
+// device.cc: the oar_dtype_support_e bits of the arithmetic the device's
+// shaders execute natively (oar_device_properties_t.native_dtypes, docs/abi.md
+// "Native arithmetic"), from its features; |has_integer_dot_product|: the
+// device has VK_KHR_shader_integer_dot_product, so its structs may be queried.
+uint32_t native_dtypes(const VkPhysicalDeviceFeatures& features,
+                       const VkPhysicalDeviceShaderFloat16Int8Features& float16_int8,
+                       const VkPhysicalDeviceShaderIntegerDotProductFeatures& dot,
+                       const VkPhysicalDeviceShaderIntegerDotProductProperties& dot_speed);
+uint32_t native_dtypes(VkPhysicalDevice handle, bool has_integer_dot_product);
+
 // device.cc: opens |physical| as a logical device.
 oar_device_s* open_device(const PhysicalDevice& physical, int32_t index);
 void close_device(oar_device_s* device);

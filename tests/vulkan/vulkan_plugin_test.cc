@@ -1,7 +1,8 @@
 // Facts about the vulkan plugin that the conformance suite does not check:
 // what happens without a driver, that back-to-back operations share command
-// buffer submits, that large copies done on the host keep stream order, and
-// how VkResult codes become OAR statuses. The plugin is
+// buffer submits, that large copies done on the host keep stream order, how
+// VkResult codes become OAR statuses, and that native_dtypes is what the
+// driver reports about shader arithmetic. The plugin is
 // loaded through its C ABI with host services that record its logs.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
@@ -19,6 +20,7 @@
 #include "error.h"
 #include "oar/oar.h"
 #include "oar/sdk/plugin.hpp"
+#include "vulkan.h"
 
 namespace {
 
@@ -359,6 +361,136 @@ TEST(VulkanPluginTest, VkResultBecomesTheMatchingStatusWithItsName) {
       EXPECT_EQ(std::string(e.what()), std::string("vkAllocateMemory failed: ") + c.name);
     }
   }
+}
+
+// native_dtypes (docs/abi.md, "Native arithmetic") from the features: f16 and
+// f64 arithmetic in shaders, int8 dot products only where the device says
+// they are accelerated; 8-bit integers or 16-bit storage alone are not.
+TEST(VulkanPluginTest, NativeDtypesFollowTheShaderArithmeticFeatures) {
+  using oar::vulkan::native_dtypes;
+  VkPhysicalDeviceFeatures core{};
+  VkPhysicalDeviceShaderFloat16Int8Features small{};
+  VkPhysicalDeviceShaderIntegerDotProductFeatures dot{};
+  VkPhysicalDeviceShaderIntegerDotProductProperties speed{};
+  EXPECT_EQ(native_dtypes(core, small, dot, speed), 0u);
+  core.shaderFloat64 = VK_TRUE;
+  EXPECT_EQ(native_dtypes(core, small, dot, speed), uint32_t(OAR_DTYPE_SUPPORT_F64));
+  core.shaderFloat64 = VK_FALSE;
+  core.shaderInt16 = VK_TRUE;  // 16-bit integers are no float arithmetic
+  small.shaderFloat16 = VK_TRUE;
+  EXPECT_EQ(native_dtypes(core, small, dot, speed), uint32_t(OAR_DTYPE_SUPPORT_F16));
+  small.shaderFloat16 = VK_FALSE;
+  small.shaderInt8 = VK_TRUE;
+  dot.shaderIntegerDotProduct = VK_TRUE;  // accepted, but emulated
+  EXPECT_EQ(native_dtypes(core, small, dot, speed), 0u);
+  speed.integerDotProduct4x8BitPackedSignedAccelerated = VK_TRUE;
+  EXPECT_EQ(native_dtypes(core, small, dot, speed), uint32_t(OAR_DTYPE_SUPPORT_INT8_DOT));
+  small.shaderInt8 = VK_FALSE;  // no 8-bit integers in shaders at all
+  EXPECT_EQ(native_dtypes(core, small, dot, speed), 0u);
+  small.shaderInt8 = VK_TRUE;
+  dot.shaderIntegerDotProduct = VK_FALSE;
+  speed.integerDotProduct4x8BitPackedSignedAccelerated = VK_FALSE;
+  speed.integerDotProduct8BitUnsignedAccelerated = VK_TRUE;
+  EXPECT_EQ(native_dtypes(core, small, dot, speed), 0u);
+}
+
+// What the Vulkan driver itself reports, asked through the loader apart from
+// the plugin: for every device the plugin serves, native_dtypes has f16 exactly
+// when the driver has shaderFloat16, f64 exactly when it has shaderFloat64,
+// int8_dot exactly when it has 8-bit integers, dot products and one of them
+// accelerated, and never bf16.
+TEST(VulkanPluginTest, NativeDtypesAreWhatTheDriverReports) {
+  LoadedPlugin plugin;
+  ASSERT_TRUE(plugin.ok()) << logs().joined();
+  int32_t count = 0;
+  ASSERT_EQ(plugin.api()->device_count(&count), OAR_STATUS_OK);
+  if (count == 0) GTEST_SKIP() << "no Vulkan device (lavapipe: mesa-vulkan-drivers)";
+
+  void* loader = dlopen("libvulkan.so.1", RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(loader, nullptr) << "the plugin found devices, so the loader is there";
+  auto get = reinterpret_cast<PFN_vkGetInstanceProcAddr>(dlsym(loader, "vkGetInstanceProcAddr"));
+  ASSERT_NE(get, nullptr);
+  auto create = reinterpret_cast<PFN_vkCreateInstance>(get(nullptr, "vkCreateInstance"));
+  VkApplicationInfo app{};
+  app.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO;
+  app.apiVersion = VK_API_VERSION_1_2;
+  VkInstanceCreateInfo info{};
+  info.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO;
+  info.pApplicationInfo = &app;
+  VkInstance instance = VK_NULL_HANDLE;
+  ASSERT_EQ(create(&info, nullptr, &instance), VK_SUCCESS);
+#define OAR_TEST_VK(name) auto name = reinterpret_cast<PFN_vk##name>(get(instance, "vk" #name))
+  OAR_TEST_VK(DestroyInstance);
+  OAR_TEST_VK(EnumeratePhysicalDevices);
+  OAR_TEST_VK(GetPhysicalDeviceProperties);
+  OAR_TEST_VK(GetPhysicalDeviceProperties2);
+  OAR_TEST_VK(GetPhysicalDeviceFeatures2);
+  OAR_TEST_VK(EnumerateDeviceExtensionProperties);
+#undef OAR_TEST_VK
+  uint32_t physical_count = 0;
+  EnumeratePhysicalDevices(instance, &physical_count, nullptr);
+  std::vector<VkPhysicalDevice> physical(physical_count);
+  EnumeratePhysicalDevices(instance, &physical_count, physical.data());
+
+  for (int32_t index = 0; index < count; ++index) {
+    oar_device_properties_t p{};
+    p.struct_size = OAR_DEVICE_PROPERTIES_STRUCT_SIZE;
+    ASSERT_EQ(plugin.api()->device_properties(index, &p), OAR_STATUS_OK);
+    VkPhysicalDevice match = VK_NULL_HANDLE;
+    for (VkPhysicalDevice candidate : physical) {
+      VkPhysicalDeviceProperties properties{};
+      GetPhysicalDeviceProperties(candidate, &properties);
+      if (std::string(properties.deviceName) == p.name) match = candidate;
+    }
+    ASSERT_NE(match, VK_NULL_HANDLE) << p.name << " is not among the loader's devices";
+
+    uint32_t extension_count = 0;
+    EnumerateDeviceExtensionProperties(match, nullptr, &extension_count, nullptr);
+    std::vector<VkExtensionProperties> extensions(extension_count);
+    EnumerateDeviceExtensionProperties(match, nullptr, &extension_count, extensions.data());
+    bool has_dot = std::any_of(extensions.begin(), extensions.end(), [](const auto& e) {
+      return std::string(e.extensionName) == VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME;
+    });
+    VkPhysicalDeviceShaderIntegerDotProductFeatures dot{};
+    dot.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES;
+    VkPhysicalDeviceShaderFloat16Int8Features small{};
+    small.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES;
+    if (has_dot) small.pNext = &dot;
+    VkPhysicalDeviceFeatures2 features{};
+    features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
+    features.pNext = &small;
+    GetPhysicalDeviceFeatures2(match, &features);
+    VkPhysicalDeviceShaderIntegerDotProductProperties speed{};
+    speed.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_PROPERTIES;
+    if (has_dot) {
+      VkPhysicalDeviceProperties2 properties{};
+      properties.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
+      properties.pNext = &speed;
+      GetPhysicalDeviceProperties2(match, &properties);
+    }
+    const bool dot_accelerated = speed.integerDotProduct8BitSignedAccelerated ||
+                                 speed.integerDotProduct8BitUnsignedAccelerated ||
+                                 speed.integerDotProduct8BitMixedSignednessAccelerated ||
+                                 speed.integerDotProduct4x8BitPackedSignedAccelerated ||
+                                 speed.integerDotProduct4x8BitPackedUnsignedAccelerated ||
+                                 speed.integerDotProduct4x8BitPackedMixedSignednessAccelerated;
+    std::printf(
+        "%s: shaderFloat16 %d, shaderFloat64 %d, shaderInt8 %d, integer dot products %d "
+        "(accelerated %d); native_dtypes 0x%x\n",
+        p.name, small.shaderFloat16, features.features.shaderFloat64, small.shaderInt8,
+        dot.shaderIntegerDotProduct, dot_accelerated, p.native_dtypes);
+    EXPECT_EQ((p.native_dtypes & OAR_DTYPE_SUPPORT_F16) != 0, small.shaderFloat16 == VK_TRUE)
+        << p.name;
+    EXPECT_EQ((p.native_dtypes & OAR_DTYPE_SUPPORT_F64) != 0,
+              features.features.shaderFloat64 == VK_TRUE)
+        << p.name;
+    EXPECT_EQ((p.native_dtypes & OAR_DTYPE_SUPPORT_INT8_DOT) != 0,
+              small.shaderInt8 && dot.shaderIntegerDotProduct && dot_accelerated)
+        << p.name;
+    EXPECT_EQ(p.native_dtypes & OAR_DTYPE_SUPPORT_BF16, 0u) << p.name;
+  }
+  DestroyInstance(instance, nullptr);
+  dlclose(loader);
 }
 
 }  // namespace
