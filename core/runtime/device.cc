@@ -177,7 +177,7 @@ Buffer Device::allocate(uint64_t size, Stream* stream) {
                 "allocate on " + name_ + " with a stream of " + stream->device().name());
   }
   detail::DeviceMemory& memory = memory_or_create();
-  Buffer buffer;
+  Buffer buffer(size, OAR_MEMORY_KIND_DEVICE, Buffer::Owner::kCached);
   // A cached buffer is found again at shutdown through its block's owner,
   // kept under the allocator's lock: no second lock per allocate and free.
   detail::Tracked& tracked = buffer;
@@ -186,9 +186,6 @@ Buffer Device::allocate(uint64_t size, Stream* stream) {
   buffer.device_ = this;
   buffer.memory_ = static_cast<oar_memory_t>(block.value()->memory());
   buffer.offset_ = block.value()->offset();
-  buffer.size_ = size;
-  buffer.kind_ = OAR_MEMORY_KIND_DEVICE;
-  buffer.owner_ = Buffer::Owner::kCached;
   buffer.block_ = block.value();
   return buffer;
 }

@@ -49,6 +49,11 @@ class Buffer final : private detail::Tracked {
   friend class Device;
   friend class Tensor;
   enum class Owner { kCached, kDevice, kDLPack };
+  // An empty buffer that will hold |size| bytes of |kind| owned by |owner|
+  // (Device::allocate fills in the rest; listing these members here keeps the
+  // compiler from zeroing the whole object with a slow `rep stos` first).
+  Buffer(uint64_t size, uint32_t kind, Owner owner) noexcept
+      : size_(size), kind_(kind), owner_(owner) {}
   void release() noexcept override;
   const char* what() const noexcept override { return "buffer"; }
 
