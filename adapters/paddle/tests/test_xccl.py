@@ -83,12 +83,15 @@ def test_collectives_and_data_parallel_training(plugins, tmp_path):
         "broadcast": np.full(37, 5.0 + n - 1),
         "all_gather": np.stack([np.arange(6) + 10 * r for r in range(n)]),
         "reduce_scatter": None,  # per rank, below
+        "alltoall": None,
         "after_refusal": np.full(3, n * (n + 1) / 2),
     }
     for r, got in enumerate(results):
         for key, want in expected.items():
-            if want is None:
+            if key == "reduce_scatter":
                 want = sum(np.arange(4) + 100 * r + q for q in range(n))
+            elif key == "alltoall":  # block q came from rank q, its block r
+                want = np.stack([np.arange(3) + 10 * q + 100 * r for q in range(n)])
             assert got[key].dtype != np.complex64
             np.testing.assert_allclose(got[key], want, rtol=1e-6, err_msg=f"{key} rank {r}")
         assert got["all_reduce_max_i64"].dtype == np.int64
