@@ -48,6 +48,7 @@
 #include <string>
 #include <thread>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "loader.h"
@@ -177,6 +178,11 @@ struct oar_stream_s {
   // Points this stream's list waits on (events of other streams, callback
   // releases): kept alive until the stream next synchronizes.
   std::vector<std::shared_ptr<oar::level_zero::Point>> held;
+  // The latest point appended, and whether commands were appended after it:
+  // a query of a stream with nothing after a completed point is idle
+  // without appending anything.
+  std::shared_ptr<oar::level_zero::Point> last;
+  bool pending = false;
   std::mutex callback_mutex;
   std::condition_variable callback_ready;
   std::deque<CallbackTask> callbacks;
@@ -446,12 +452,11 @@ class LevelZeroPlugin {
     {
       std::lock_guard<std::mutex> lock(stream->mutex);
       raise_if_failed_locked(stream);
-      point = signal(stream, false);
+      point = stream->pending || stream->last == nullptr ? signal(stream, false) : stream->last;
     }
     ze_result_t result = ze_.zeEventQueryStatus(point->event);
     if (result == ZE_RESULT_NOT_READY) {
-      retire(std::move(point));  // never waited for here: query does not block
-      *out_idle = false;
+      *out_idle = false;  // the stream keeps the point (last) until a later one
       return;
     }
     if (result != ZE_RESULT_SUCCESS) fail(stream, result, "zeEventQueryStatus").raise();
@@ -496,6 +501,7 @@ class LevelZeroPlugin {
           task.release.reset();
           append(stream, result, "zeCommandListAppendWaitOnEvents");
         }
+        stream->pending = true;  // later work waits for the callback
         stream->held.push_back(task.release);
       }
     }
@@ -736,6 +742,7 @@ class LevelZeroPlugin {
       result = ze_.zeCommandListAppendBarrier(stream->list, nullptr, 0, nullptr);
       call = "zeCommandListAppendBarrier";
     }
+    stream->pending = true;
     if (result == ZE_RESULT_SUCCESS) return;
     if (is_lost(result)) {
       if (!stream->failure.failed()) stream->failure = failure(call, result);
@@ -823,6 +830,11 @@ class LevelZeroPlugin {
         stream, result,
         timestamp ? "zeCommandListAppendWriteGlobalTimestamp" : "zeCommandListAppendSignalEvent");
     point->appended = true;
+    // Never destroyed here, under the stream's lock: a point's destructor
+    // waits for it, and a callback's point waits for the callback thread,
+    // which takes this lock.
+    retire(std::exchange(stream->last, point));
+    stream->pending = false;
     return point;
   }
 
@@ -892,6 +904,7 @@ class LevelZeroPlugin {
     }
     if (stream->callback_thread.joinable()) stream->callback_thread.join();
     stream->held.clear();
+    stream->last.reset();
     ze_.zeCommandListDestroy(stream->list);
   }
 
