@@ -182,12 +182,18 @@ void index_select_grad(const phi::CustomContext& ctx, const phi::DenseTensor& x,
   run(ctx, OAR_PADDLE_OP("scatter_add"), {&z, &sp, &d}, {&z}, {oar::Attr("axis", axis)});
 }
 
+// Paddle's gather takes a 0-D, 1-D or [m, 1] index (its shape check refuses
+// any other); the [m, 1] form is the 1-D index of m entries.
+bool gather_index_ok(const phi::DenseTensor& index) {
+  return index.dims().size() <= 1 || (index.dims().size() == 2 && index.dims()[1] == 1);
+}
+
 }  // namespace
 
 template <typename T, typename Context>
 void GatherKernel(const Context& ctx, const phi::DenseTensor& x, const phi::DenseTensor& index,
                   const phi::Scalar& axis, phi::DenseTensor* out) {
-  if (index.dims().size() > 1) unsupported(ctx, "gather", "an index of rank > 1");
+  if (!gather_index_ok(index)) unsupported(ctx, "gather", "an index other than [m] or [m, 1]");
   index_select(ctx, x, index, axis.to<int64_t>(), out);
 }
 
@@ -195,8 +201,269 @@ template <typename T, typename Context>
 void GatherGradKernel(const Context& ctx, const phi::DenseTensor& x, const phi::DenseTensor& index,
                       const phi::DenseTensor& out_grad, const phi::Scalar& axis,
                       phi::DenseTensor* x_grad) {
-  if (index.dims().size() > 1) unsupported(ctx, "gather_grad", "an index of rank > 1");
+  if (!gather_index_ok(index)) {
+    unsupported(ctx, "gather_grad", "an index other than [m] or [m, 1]");
+  }
   index_select_grad(ctx, x, index, out_grad, axis.to<int64_t>(), x_grad);
+}
+
+namespace {
+
+// gather_nd: x [d0, .., d(r-1)], index [.., k]; out[b] = x[index[b, 0], ..,
+// index[b, k-1], ...]. x is viewed as [P, R] (P = d0 .. d(k-1), R the rest)
+// and the k coordinates of each of the M index rows become one row number
+// of it, lin = (..(i0 d1 + i1) d2 + ..) + i(k-1), so that gather_nd is
+// index_select(x as [P, R], lin, axis 0) and its gradient one scatter_add.
+// A negative coordinate counts from the end (Paddle's rule); a coordinate out
+// of [-d, d) makes its row P, out of range, so that OAR's index_select (or
+// scatter_add) fails the stream with OUT_OF_RANGE instead of reading
+// another row.
+struct NdSpec {
+  int64_t k = 0, m = 1, p = 1, r = 1;
+};
+
+NdSpec nd_spec(const phi::CustomContext& ctx, const char* kernel, const phi::DenseTensor& x,
+               const phi::DenseTensor& index) {
+  NdSpec s;
+  const std::vector<int64_t> xs = dims_of(x), is = dims_of(index);
+  if (is.empty() || is.back() < 1 || is.back() > int64_t(xs.size())) {
+    unsupported(ctx, kernel, "an index whose last dimension is 0 or larger than x's rank");
+  }
+  s.k = is.back();
+  for (size_t i = 0; i + 1 < is.size(); ++i) s.m *= is[i];
+  for (size_t i = 0; i < xs.size(); ++i) (int64_t(i) < s.k ? s.p : s.r) *= xs[i];
+  return s;
+}
+
+phi::DenseTensor nd_rows(const phi::CustomContext& ctx, const phi::DenseTensor& x,
+                         const phi::DenseTensor& index, const NdSpec& s) {
+  const phi::DataType it = index.dtype();
+  const std::vector<int64_t> xs = dims_of(x);
+  phi::DenseTensor lin = empty(ctx, {s.m, 1}, it), col = empty(ctx, {s.m, 1}, it),
+                   alt = empty(ctx, {s.m, 1}, it);
+  phi::DenseTensor neg = empty(ctx, {s.m, 1}, phi::DataType::BOOL),
+                   bad = empty(ctx, {s.m, 1}, phi::DataType::BOOL),
+                   any = empty(ctx, {s.m, 1}, phi::DataType::BOOL);
+  fill(ctx, &lin, 0.0);
+  fill(ctx, &any, 0.0);
+  phi::DenseTensor zero = scalar(ctx, it, 0.0);
+  View ix(index, {s.m, s.k}), l(lin), c(col), a(alt), n(neg), b(bad), y(any), z(zero);
+  for (int64_t j = 0; j < s.k; ++j) {
+    phi::DenseTensor d = scalar(ctx, it, double(xs[size_t(j)]));
+    View dv(d);
+    run(ctx, OAR_PADDLE_OP("slice"), {&ix}, {&c},
+        {oar::Attr("axis", int64_t(1)), oar::Attr("start", j), oar::Attr("end", j + 1)});
+    // col < 0: col + d; then out of range where col < 0 or col >= d.
+    run(ctx, OAR_PADDLE_OP("lt"), {&c, &z}, {&n});
+    run(ctx, OAR_PADDLE_OP("add"), {&c, &dv}, {&a});
+    run(ctx, OAR_PADDLE_OP("where"), {&n, &a, &c}, {&c});
+    run(ctx, OAR_PADDLE_OP("lt"), {&c, &z}, {&n});
+    run(ctx, OAR_PADDLE_OP("ge"), {&c, &dv}, {&b});
+    run(ctx, OAR_PADDLE_OP("logical_or"), {&n, &b}, {&b});
+    run(ctx, OAR_PADDLE_OP("logical_or"), {&y, &b}, {&y});
+    run(ctx, OAR_PADDLE_OP("mul"), {&l, &dv}, {&l});
+    run(ctx, OAR_PADDLE_OP("add"), {&l, &c}, {&l});
+  }
+  phi::DenseTensor past = scalar(ctx, it, double(s.p));
+  View pv(past);
+  run(ctx, OAR_PADDLE_OP("where"), {&y, &pv, &l}, {&l});
+  return lin;
+}
+
+}  // namespace
+
+template <typename T, typename Context>
+void GatherNdKernel(const Context& ctx, const phi::DenseTensor& x, const phi::DenseTensor& index,
+                    phi::DenseTensor* out) {
+  ctx.template Alloc<T>(out);
+  if (out->numel() == 0) return;
+  const NdSpec s = nd_spec(ctx, "gather_nd", x, index);
+  phi::DenseTensor lin = nd_rows(ctx, x, index, s);
+  View a(x, {s.p, s.r}), i(lin, {s.m}), o(*out, {s.m, s.r});
+  run(ctx, OAR_PADDLE_OP("index_select"), {&a, &i}, {&o}, {oar::Attr("axis", int64_t(0))});
+}
+
+template <typename T, typename Context>
+void GatherNdGradKernel(const Context& ctx, const phi::DenseTensor& x,
+                        const phi::DenseTensor& index, const phi::DenseTensor& out_grad,
+                        phi::DenseTensor* x_grad) {
+  ctx.template Alloc<T>(x_grad);
+  if (x_grad->numel() == 0) return;
+  fill(ctx, x_grad, 0.0);
+  if (out_grad.numel() == 0) return;
+  const NdSpec s = nd_spec(ctx, "gather_nd_grad", x, index);
+  phi::DenseTensor lin = nd_rows(ctx, x, index, s);
+  // The row number at every position of dout as [M, R]: zeros + lin [M, 1].
+  phi::DenseTensor spread = empty(ctx, {s.m, s.r}, index.dtype());
+  fill(ctx, &spread, 0.0);
+  View sp(spread), l(lin, {s.m, 1});
+  run(ctx, OAR_PADDLE_OP("add"), {&sp, &l}, {&sp});
+  View z(*x_grad, {s.p, s.r}), d(out_grad, {s.m, s.r});
+  run(ctx, OAR_PADDLE_OP("scatter_add"), {&z, &sp, &d}, {&z}, {oar::Attr("axis", int64_t(0))});
+}
+
+namespace {
+
+// strided_slice, per sliced axis, with Paddle's bounds: a negative start or
+// end counts from the end and is clamped at 0 (so with a negative stride no
+// end reaches past the first element: Paddle 3.3.1's CPU gives x[3:-1:-3]
+// empty, as Python would).
+// A positive stride is OAR's slice(start, end, step); a negative stride -k
+// takes first, first - k, .., i.e. OAR's slice of the same elements in
+// ascending order (start = lowest, step k), then flip along the axis.
+struct StridedAxis {
+  int64_t axis, lowest, count, step;
+  bool reversed;
+};
+
+std::vector<StridedAxis> strided_spec(const phi::CustomContext& ctx, const char* kernel,
+                                      const phi::DenseTensor& x, const std::vector<int>& axes,
+                                      const phi::IntArray& starts, const phi::IntArray& ends,
+                                      const phi::IntArray& strides) {
+  const std::vector<int64_t> xs = dims_of(x);
+  const auto &st = starts.GetData(), &en = ends.GetData(), &sd = strides.GetData();
+  if (st.size() != axes.size() || en.size() != axes.size() || sd.size() != axes.size()) {
+    unsupported(ctx, kernel, "starts, ends and strides of other lengths than axes");
+  }
+  std::vector<StridedAxis> spec;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const int64_t axis = normalize_axis(axes[i], xs.size());
+    const int64_t n = xs[size_t(axis)], step = sd[i];
+    if (step == 0) unsupported(ctx, kernel, "a stride of 0");
+    int64_t s = st[i], e = en[i];
+    if (s < 0) s = std::max<int64_t>(s + n, 0);
+    if (e < 0) e = std::max<int64_t>(e + n, 0);
+    StridedAxis a{axis, 0, 0, step > 0 ? step : -step, step < 0};
+    if (step > 0) {
+      s = std::min(s, n);
+      e = std::min(e, n);
+      a.lowest = s;
+      a.count = e > s ? (e - s + a.step - 1) / a.step : 0;
+    } else {
+      // The elements s, s - k, .. down to above e: [e + 1, s + 1) clamped.
+      const int64_t left = std::max<int64_t>(0, e + 1), right = std::min(n, s + 1);
+      a.count = right > left ? (right - left + a.step - 1) / a.step : 0;
+      a.lowest = right - 1 - (a.count > 0 ? a.count - 1 : 0) * a.step;
+    }
+    spec.push_back(a);
+  }
+  return spec;
+}
+
+std::vector<int64_t> strided_shape(const phi::DenseTensor& x, const std::vector<StridedAxis>& s) {
+  std::vector<int64_t> shape = dims_of(x);
+  for (const StridedAxis& a : s) shape[size_t(a.axis)] = a.count;
+  return shape;
+}
+
+}  // namespace
+
+template <typename T, typename Context>
+void StridedSliceKernel(const Context& ctx, const phi::DenseTensor& x, const std::vector<int>& axes,
+                        const phi::IntArray& starts, const phi::IntArray& ends,
+                        const phi::IntArray& strides, phi::DenseTensor* out) {
+  ctx.template Alloc<T>(out);
+  if (out->numel() == 0) return;
+  const std::vector<StridedAxis> spec =
+      strided_spec(ctx, "strided_slice", x, axes, starts, ends, strides);
+  const std::vector<int64_t> kept = strided_shape(x, spec);
+  int64_t numel = 1;
+  for (int64_t d : kept) numel *= d;
+  if (numel != out->numel()) unsupported(ctx, "strided_slice", "these bounds (shape mismatch)");
+  // One slice (and a flip for a negative stride) per axis, each into a new
+  // tensor; the last writes |out|.
+  std::vector<std::pair<StridedAxis, bool>> plan;  // (axis, flip)
+  for (const StridedAxis& a : spec) {
+    plan.push_back({a, false});
+    if (a.reversed) plan.push_back({a, true});
+  }
+  View o(*out, kept);
+  if (plan.empty()) {
+    View i(x);
+    run(ctx, OAR_PADDLE_OP("copy"), {&i}, {&o});
+    return;
+  }
+  phi::DenseTensor current = x;
+  std::vector<int64_t> shape = dims_of(x);
+  for (size_t k = 0; k < plan.size(); ++k) {
+    const StridedAxis& a = plan[k].first;
+    const bool last = k + 1 == plan.size();
+    shape[size_t(a.axis)] = a.count;
+    View i(current);
+    phi::DenseTensor t;
+    std::unique_ptr<View> tv;
+    if (!last) {
+      t = empty(ctx, shape, x.dtype());
+      tv = std::make_unique<View>(t);
+    }
+    const View* dst = last ? &o : tv.get();
+    if (plan[k].second) {
+      run(ctx, OAR_PADDLE_OP("flip"), {&i}, {dst},
+          {oar::Attr("axes", std::vector<int64_t>{a.axis})});
+    } else {
+      run(ctx, OAR_PADDLE_OP("slice"), {&i}, {dst},
+          {oar::Attr("axis", a.axis), oar::Attr("start", a.lowest),
+           oar::Attr("end", a.lowest + (a.count - 1) * a.step + 1), oar::Attr("step", a.step)});
+    }
+    if (!last) current = t;
+  }
+}
+
+template <typename T, typename Context>
+void StridedSliceGradKernel(const Context& ctx, const phi::DenseTensor& x,
+                            const phi::DenseTensor& out_grad, const std::vector<int>& axes,
+                            const phi::IntArray& starts, const phi::IntArray& ends,
+                            const phi::IntArray& strides, phi::DenseTensor* x_grad) {
+  ctx.template Alloc<T>(x_grad);
+  if (x_grad->numel() == 0) return;
+  const std::vector<StridedAxis> spec =
+      strided_spec(ctx, "strided_slice_grad", x, axes, starts, ends, strides);
+  std::vector<int64_t> shape = strided_shape(x, spec);
+  int64_t numel = 1;
+  for (int64_t d : shape) numel *= d;
+  if (numel == 0 || out_grad.numel() == 0) {
+    fill(ctx, x_grad, 0.0);
+    return;
+  }
+  if (numel != out_grad.numel()) {
+    unsupported(ctx, "strided_slice_grad", "these bounds (shape mismatch)");
+  }
+  // Undo the axes last to first: dout grows along one axis at a time to x's
+  // size, zeros with dout's slices scattered at the positions they came from
+  // (position of element i: lowest + i * step, or first - i * step reversed).
+  const std::vector<int64_t> full = dims_of(x);
+  phi::DenseTensor current = out_grad;
+  for (size_t k = spec.size(); k-- > 0;) {
+    const StridedAxis& a = spec[k];
+    std::vector<int64_t> grown = shape, line(shape.size(), 1);
+    grown[size_t(a.axis)] = full[size_t(a.axis)];
+    line[size_t(a.axis)] = a.count;
+    phi::DenseTensor pos = empty(ctx, {a.count}, phi::DataType::INT64);
+    {
+      View pv(pos);
+      const double first = double(a.lowest + (a.count - 1) * a.step);
+      const double lowest = double(a.lowest), step = double(a.step);
+      run(ctx, OAR_PADDLE_OP("arange"), {}, {&pv},
+          {oar::Attr("start", a.reversed ? first : lowest),
+           oar::Attr("end", a.reversed ? lowest - 1 : first + 1),
+           oar::Attr("step", a.reversed ? -step : step)});
+    }
+    phi::DenseTensor spread = empty(ctx, shape, phi::DataType::INT64);
+    fill(ctx, &spread, 0.0);
+    View sp(spread), pl(pos, line);
+    run(ctx, OAR_PADDLE_OP("add"), {&sp, &pl}, {&sp});
+    const bool last = k == 0;
+    phi::DenseTensor target;
+    if (!last) {
+      target = empty(ctx, grown, x.dtype());
+    }
+    phi::DenseTensor* dst = last ? x_grad : &target;
+    fill(ctx, dst, 0.0);
+    View z(*dst, grown), src(current, shape);
+    run(ctx, OAR_PADDLE_OP("scatter"), {&z, &sp, &src}, {&z}, {oar::Attr("axis", a.axis)});
+    current = target;
+    shape = grown;
+  }
 }
 
 template <typename T, typename Context>
@@ -274,6 +541,10 @@ OAR_PADDLE_REGISTER(index_select, IndexSelectKernel, OAR_PADDLE_ALL)
 // scatter_add takes numbers, not bool.
 OAR_PADDLE_REGISTER(gather_grad, GatherGradKernel, OAR_PADDLE_NUMBERS)
 OAR_PADDLE_REGISTER(index_select_grad, IndexSelectGradKernel, OAR_PADDLE_NUMBERS)
+OAR_PADDLE_REGISTER(gather_nd, GatherNdKernel, OAR_PADDLE_ALL)
+OAR_PADDLE_REGISTER(gather_nd_grad, GatherNdGradKernel, OAR_PADDLE_NUMBERS)
+OAR_PADDLE_REGISTER(strided_slice, StridedSliceKernel, OAR_PADDLE_ALL)
+OAR_PADDLE_REGISTER(strided_slice_grad, StridedSliceGradKernel, OAR_PADDLE_ALL)
 OAR_PADDLE_REGISTER(tril_triu, TrilTriuKernel, OAR_PADDLE_ALL)
 OAR_PADDLE_REGISTER(tril, TrilKernel, OAR_PADDLE_ALL)
 OAR_PADDLE_REGISTER(triu, TriuKernel, OAR_PADDLE_ALL)

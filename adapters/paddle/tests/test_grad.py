@@ -32,6 +32,16 @@ CASES = [
     ("slice_grad", lambda a, b: paddle.slice(a, axes=[0, 1], starts=[1, -3], ends=[3, 100])),
     # Repeated indices: their gradients add up.
     ("gather_grad", lambda a, b: paddle.gather(a, paddle.to_tensor([3, 0, 0, 2]), axis=1)),
+    ("gather_grad_index_m1",
+     lambda a, b: paddle.gather(a, paddle.to_tensor([[2], [0], [2]]), axis=0)),
+    # Repeated rows and elements add up; a negative coordinate.
+    ("gather_nd_grad",
+     lambda a, b: paddle.gather_nd(a, paddle.to_tensor([[2, 1], [0, -1], [2, 1], [1, 2]]))),
+    ("gather_nd_grad_rows", lambda a, b: paddle.gather_nd(a, paddle.to_tensor([[1], [1], [0]]))),
+    ("strided_slice_grad", lambda a, b: paddle.strided_slice(
+        a, axes=[0, 1], starts=[0, -1], ends=[3, -5], strides=[2, -2])),
+    ("strided_slice_grad_step", lambda a, b: paddle.strided_slice(
+        a, axes=[1], starts=[1], ends=[100], strides=[2])),
     ("triu_grad", lambda a, b: paddle.triu(a, diagonal=1)),
     ("index_select_grad",
      lambda a, b: paddle.index_select(b, paddle.to_tensor([1, 3, 1, 1], dtype="int32"))),
@@ -57,7 +67,7 @@ def test_gradient_matches_cpu(name, fn, dtype):
     b = rng.uniform(-2.0, 2.0, (4,)).astype(dtype)
     # Eager slices are strided views; without them the device's slice and
     # slice_grad run (as under to_static).
-    paddle.set_flags({"FLAGS_use_stride_kernel": not name.startswith("slice")})
+    paddle.set_flags({"FLAGS_use_stride_kernel": not name.startswith(("slice", "strided"))})
     try:
         ref = grads(fn, a, b, "cpu")
         got = grads(fn, a, b, DEVICE)

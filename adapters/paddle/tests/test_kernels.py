@@ -212,7 +212,8 @@ REGISTERED = {
     "transpose_grad": ALL,
     **{n: ALL for n in ("concat", "concat_grad", "slice", "slice_grad", "gather",
                         "index_select", "tril", "triu", "tril_grad", "triu_grad")},
-    **{n: NUMBERS for n in ("gather_grad", "index_select_grad")},
+    **{n: NUMBERS for n in ("gather_grad", "index_select_grad", "gather_nd_grad")},
+    **{n: ALL for n in ("gather_nd", "strided_slice", "strided_slice_grad")},
     "rms_norm": FLOATS,
     "rms_norm_grad": FLOATS,
     **{n: FLOATS for n in ("conv2d", "conv2d_grad", "pool2d", "pool2d_grad", "layer_norm",
@@ -318,6 +319,22 @@ INDEXING = [
     ("gather_axis1", lambda a, b: paddle.gather(a, _idx([3, 0, 0, 2]), axis=1)),
     ("gather_axis0_int32", lambda a, b: paddle.gather(a, _idx([2, 2, 1], "int32"))),
     ("index_select", lambda a, b: paddle.index_select(a, _idx([1, 3, 1]), axis=-1)),
+    # An [m, 1] index is Paddle's other gather form (one index per row).
+    ("gather_index_m1", lambda a, b: paddle.gather(a, _idx([[2], [0], [2]]), axis=0)),
+    # gather_nd: whole rows (k = 1, int32, a 2-D batch of indices) and single
+    # elements (k = rank) with repeats and a negative coordinate.
+    ("gather_nd_rows", lambda a, b: paddle.gather_nd(a, _idx([[[2], [0]], [[1], [2]]], "int32"))),
+    ("gather_nd_elements",
+     lambda a, b: paddle.gather_nd(a.reshape([3, 2, 2]), _idx([[2, 1, 0], [0, -1, 1], [2, 1, 0]]))),
+    ("gather_nd_pairs", lambda a, b: paddle.gather_nd(a.reshape([3, 2, 2]), _idx([[1, 0], [2, 1]]))),
+    # strided_slice: steps of 2 on two axes, one of them negative with
+    # Paddle's end bound; a reversal from past the end; an end past the size.
+    ("strided_slice_two_axes", lambda a, b: paddle.strided_slice(
+        a, axes=[0, 1], starts=[0, -1], ends=[3, -5], strides=[2, -2])),
+    ("strided_slice_reverse", lambda a, b: paddle.strided_slice(
+        a, axes=[1], starts=[10], ends=[0], strides=[-2])),
+    ("strided_slice_step", lambda a, b: paddle.strided_slice(
+        a, axes=[1], starts=[1], ends=[100], strides=[2])),
     ("tril", lambda a, b: paddle.tril(a, diagonal=1)),
     ("triu", lambda a, b: paddle.triu(a.reshape([2, 3, 2]), diagonal=-1)),
 ]
