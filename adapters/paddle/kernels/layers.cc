@@ -1,6 +1,8 @@
 // Layer kernels of the transformer and the classifiers: layer_norm,
-// embedding, cross_entropy_with_softmax, mean_all and their gradients.
+// embedding, cross_entropy_with_softmax, mean_all, batch_norm and their
+// gradients.
 #include <string>
+#include <tuple>
 
 #include "kernels/common.h"
 
@@ -245,6 +247,189 @@ void MeanAllGradKernel(const Context& ctx, const phi::DenseTensor& x,
   run(ctx, OAR_PADDLE_OP("mul"), {&o, &d}, {&o});
 }
 
+namespace {
+
+// batch_norm's channel axis is 1 (NCHW, NCL, NC, NCDHW): statistics over
+// every other axis; per-channel tensors broadcast as [1, C, 1, ..].
+struct BnShape {
+  std::vector<int64_t> axes, chan;
+  int64_t c = 0, count = 0;
+};
+
+BnShape bn_shape(const phi::CustomContext& ctx, const char* kernel, const phi::DenseTensor& x,
+                 const std::string& layout) {
+  const std::vector<int64_t> xs = dims_of(x);
+  if (xs.size() < 2) unsupported(ctx, kernel, "an input of rank < 2");
+  if (xs.size() > 2 && layout.rfind("NC", 0) != 0) {
+    unsupported(ctx, kernel, "data_layout " + layout);
+  }
+  BnShape s;
+  s.c = xs[1];
+  s.chan.assign(xs.size(), 1);
+  s.chan[1] = s.c;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    if (i != 1) s.axes.push_back(int64_t(i));
+  }
+  s.count = s.c > 0 ? x.numel() / s.c : 0;
+  return s;
+}
+
+// rsqrt(var + eps) per channel, into a new tensor.
+phi::DenseTensor inv_std(const phi::CustomContext& ctx, const phi::DenseTensor& var, double eps) {
+  phi::DenseTensor inv = empty(ctx, dims_of(var), var.dtype());
+  phi::DenseTensor e = scalar(ctx, var.dtype(), eps);
+  View v(var), ev(e), o(inv);
+  run(ctx, OAR_PADDLE_OP("add"), {&v, &ev}, {&o});
+  run(ctx, OAR_PADDLE_OP("rsqrt"), {&o}, {&o});
+  return inv;
+}
+
+}  // namespace
+
+// batch_norm: training mode (not is_test, not use_global_stats) normalizes
+// with the batch's mean and biased variance per channel (OAR's mean over
+// every axis but 1), writes saved_mean and saved_variance = 1 / sqrt(var +
+// eps) for the backward, and updates the running statistics as Paddle does:
+// running * momentum + batch * (1 - momentum). With global statistics it
+// normalizes with the running ones (left as they are). Computed in the
+// statistics' dtype (float32 for 16-bit x), then y cast to x's dtype.
+template <typename T, typename Context>
+void BatchNormKernel(const Context& ctx, const phi::DenseTensor& x, const phi::DenseTensor& mean,
+                     const phi::DenseTensor& variance,
+                     const paddle::optional<phi::DenseTensor>& scale,
+                     const paddle::optional<phi::DenseTensor>& bias, bool is_test, float momentum,
+                     float epsilon, const std::string& data_layout, bool use_global_stats,
+                     bool trainable_statistics, phi::DenseTensor* y, phi::DenseTensor* mean_out,
+                     phi::DenseTensor* variance_out, phi::DenseTensor* saved_mean,
+                     phi::DenseTensor* saved_variance, phi::DenseTensor*) {
+  const BnShape s = bn_shape(ctx, "batch_norm", x, data_layout);
+  const phi::DataType sd = mean.dtype();
+  ctx.template Alloc<T>(y);
+  ctx.Alloc(mean_out, sd);
+  ctx.Alloc(variance_out, sd);
+  ctx.Alloc(saved_mean, sd);
+  ctx.Alloc(saved_variance, sd);
+  if (x.numel() == 0) return;
+  const bool global = (is_test && !trainable_statistics) || use_global_stats;
+  const std::vector<int64_t> xs = dims_of(x);
+  phi::DenseTensor xc = as_dtype(ctx, x, sd);
+  phi::DenseTensor c = empty(ctx, xs, sd);
+  View xv(xc), cv(c), sm(*saved_mean);
+  View smc(*saved_mean, s.chan), svc(*saved_variance, s.chan);
+  const oar::Attr axes("axes", s.axes), keep("keepdim", false);
+  if (!global) {
+    phi::DenseTensor var = empty(ctx, {s.c}, sd), sq = empty(ctx, xs, sd);
+    View varv(var), sqv(sq);
+    run(ctx, OAR_PADDLE_OP("mean"), {&xv}, {&sm}, {axes, keep});
+    run(ctx, OAR_PADDLE_OP("sub"), {&xv, &smc}, {&cv});
+    run(ctx, OAR_PADDLE_OP("mul"), {&cv, &cv}, {&sqv});
+    run(ctx, OAR_PADDLE_OP("mean"), {&sqv}, {&varv}, {axes, keep});
+    phi::DenseTensor inv = inv_std(ctx, var, double(epsilon));
+    store(ctx, inv, {s.c}, saved_variance);
+    // running = running * momentum + batch * (1 - momentum), in place safe.
+    phi::DenseTensor m = scalar(ctx, sd, double(momentum)),
+                     rest = scalar(ctx, sd, 1.0 - double(momentum)), tmp = empty(ctx, {s.c}, sd);
+    View mv(m), rv(rest), tv(tmp);
+    for (auto [batch, running, out] :
+         {std::tuple{&sm, &mean, mean_out}, std::tuple{&varv, &variance, variance_out}}) {
+      View r(*running), o(*out);
+      run(ctx, OAR_PADDLE_OP("mul"), {batch, &rv}, {&tv});
+      run(ctx, OAR_PADDLE_OP("mul"), {&r, &mv}, {&o});
+      run(ctx, OAR_PADDLE_OP("add"), {&o, &tv}, {&o});
+    }
+  } else {
+    store(ctx, mean, {s.c}, saved_mean);
+    store(ctx, inv_std(ctx, variance, double(epsilon)), {s.c}, saved_variance);
+    if (mean_out->data() != mean.data()) store(ctx, mean, {s.c}, mean_out);
+    if (variance_out->data() != variance.data()) store(ctx, variance, {s.c}, variance_out);
+    run(ctx, OAR_PADDLE_OP("sub"), {&xv, &smc}, {&cv});
+  }
+  // y = (x - mean) * inv * scale + bias.
+  run(ctx, OAR_PADDLE_OP("mul"), {&cv, &svc}, {&cv});
+  if (scale) {
+    View w(*scale, s.chan);
+    run(ctx, OAR_PADDLE_OP("mul"), {&cv, &w}, {&cv});
+  }
+  if (bias) {
+    View b(*bias, s.chan);
+    run(ctx, OAR_PADDLE_OP("add"), {&cv, &b}, {&cv});
+  }
+  store(ctx, c, xs, y);
+}
+
+// batch_norm_grad, with xhat = (x - mean) * inv and M elements per channel:
+// dbias = sum(dy), dscale = sum(dy * xhat) over every axis but 1;
+// training: dx = scale * inv * (dy - dbias / M - xhat * dscale / M);
+// global statistics (the running ones, constants): dx = scale * inv * dy.
+template <typename T, typename Context>
+void BatchNormGradKernel(const Context& ctx, const phi::DenseTensor& x,
+                         const paddle::optional<phi::DenseTensor>& scale,
+                         const paddle::optional<phi::DenseTensor>&,
+                         const paddle::optional<phi::DenseTensor>& mean,
+                         const paddle::optional<phi::DenseTensor>& variance,
+                         const phi::DenseTensor& saved_mean, const phi::DenseTensor& saved_variance,
+                         const paddle::optional<phi::DenseTensor>&, const phi::DenseTensor& y_grad,
+                         float, float epsilon, const std::string& data_layout, bool is_test,
+                         bool use_global_stats, bool, phi::DenseTensor* x_grad,
+                         phi::DenseTensor* scale_grad, phi::DenseTensor* bias_grad) {
+  const BnShape s = bn_shape(ctx, "batch_norm_grad", x, data_layout);
+  const bool global = is_test || use_global_stats;
+  if (global && (!mean || !variance)) {
+    unsupported(ctx, "batch_norm_grad", "global statistics without the running mean/variance");
+  }
+  const phi::DataType sd = global ? mean->dtype() : saved_mean.dtype();
+  if (x_grad != nullptr) ctx.template Alloc<T>(x_grad);
+  if (scale_grad != nullptr) ctx.Alloc(scale_grad, sd);
+  if (bias_grad != nullptr) ctx.Alloc(bias_grad, sd);
+  if (x.numel() == 0) {
+    for (phi::DenseTensor* g : {scale_grad, bias_grad}) {
+      if (g != nullptr) fill(ctx, g, 0.0);
+    }
+    return;
+  }
+  const std::vector<int64_t> xs = dims_of(x);
+  phi::DenseTensor inv = global ? inv_std(ctx, *variance, double(epsilon)) : saved_variance;
+  const phi::DenseTensor& mu = global ? *mean : saved_mean;
+  phi::DenseTensor xc = as_dtype(ctx, x, sd), dy = as_dtype(ctx, y_grad, sd);
+  phi::DenseTensor xhat = empty(ctx, xs, sd), t = empty(ctx, xs, sd);
+  phi::DenseTensor db = empty(ctx, {s.c}, sd), ds = empty(ctx, {s.c}, sd);
+  View xv(xc), dv(dy), hv(xhat), tv(t), dbv(db), dsv(ds);
+  View muc(mu, s.chan), invc(inv, s.chan);
+  const oar::Attr axes("axes", s.axes), keep("keepdim", false);
+  run(ctx, OAR_PADDLE_OP("sub"), {&xv, &muc}, {&hv});
+  run(ctx, OAR_PADDLE_OP("mul"), {&hv, &invc}, {&hv});
+  run(ctx, OAR_PADDLE_OP("sum"), {&dv}, {&dbv}, {axes, keep});
+  run(ctx, OAR_PADDLE_OP("mul"), {&dv, &hv}, {&tv});
+  run(ctx, OAR_PADDLE_OP("sum"), {&tv}, {&dsv}, {axes, keep});
+  if (x_grad != nullptr) {
+    // k = inv * scale per channel.
+    phi::DenseTensor k = empty(ctx, {s.c}, sd);
+    View kv(k), kc(k, s.chan), iv(inv);
+    if (scale) {
+      View w(*scale);
+      run(ctx, OAR_PADDLE_OP("mul"), {&iv, &w}, {&kv});
+    } else {
+      run(ctx, OAR_PADDLE_OP("copy"), {&iv}, {&kv});
+    }
+    if (global) {
+      run(ctx, OAR_PADDLE_OP("mul"), {&dv, &kc}, {&tv});
+    } else {
+      phi::DenseTensor r = scalar(ctx, sd, 1.0 / double(s.count));
+      phi::DenseTensor mdb = empty(ctx, {s.c}, sd), mds = empty(ctx, {s.c}, sd);
+      View rv(r), mdbv(mdb), mdsv(mds), mdbc(mdb, s.chan), mdsc(mds, s.chan);
+      run(ctx, OAR_PADDLE_OP("mul"), {&dbv, &rv}, {&mdbv});
+      run(ctx, OAR_PADDLE_OP("mul"), {&dsv, &rv}, {&mdsv});
+      run(ctx, OAR_PADDLE_OP("mul"), {&hv, &mdsc}, {&tv});
+      run(ctx, OAR_PADDLE_OP("sub"), {&dv, &tv}, {&tv});
+      run(ctx, OAR_PADDLE_OP("sub"), {&tv, &mdbc}, {&tv});
+      run(ctx, OAR_PADDLE_OP("mul"), {&tv, &kc}, {&tv});
+    }
+    store(ctx, t, xs, x_grad);
+  }
+  if (scale_grad != nullptr) store(ctx, ds, {s.c}, scale_grad);
+  if (bias_grad != nullptr) store(ctx, db, {s.c}, bias_grad);
+}
+
 }  // namespace oar_paddle
 
 PD_REGISTER_PLUGIN_KERNEL(layer_norm, oar, ALL_LAYOUT, oar_paddle::LayerNormKernel,
@@ -269,3 +454,23 @@ PD_REGISTER_PLUGIN_KERNEL(mean_all, oar, ALL_LAYOUT, oar_paddle::MeanAllKernel, 
 }
 PD_REGISTER_PLUGIN_KERNEL(mean_all_grad, oar, ALL_LAYOUT, oar_paddle::MeanAllGradKernel,
                           OAR_PADDLE_FLOATS) {}
+// 16-bit x keeps float32 statistics, scale and bias (as Paddle's GPU kernels).
+PD_REGISTER_PLUGIN_KERNEL(batch_norm, oar, ALL_LAYOUT, oar_paddle::BatchNormKernel,
+                          OAR_PADDLE_FLOATS) {
+  if (kernel_key.dtype() == phi::DataType::FLOAT16 ||
+      kernel_key.dtype() == phi::DataType::BFLOAT16) {
+    for (int i = 1; i <= 4; ++i) {
+      kernel->InputAt(i).SetDataType(phi::DataType::FLOAT32);
+      kernel->OutputAt(i).SetDataType(phi::DataType::FLOAT32);
+    }
+  }
+}
+PD_REGISTER_PLUGIN_KERNEL(batch_norm_grad, oar, ALL_LAYOUT, oar_paddle::BatchNormGradKernel,
+                          OAR_PADDLE_FLOATS) {
+  if (kernel_key.dtype() == phi::DataType::FLOAT16 ||
+      kernel_key.dtype() == phi::DataType::BFLOAT16) {
+    for (int i = 1; i <= 6; ++i) kernel->InputAt(i).SetDataType(phi::DataType::FLOAT32);
+    kernel->OutputAt(1).SetDataType(phi::DataType::FLOAT32);
+    kernel->OutputAt(2).SetDataType(phi::DataType::FLOAT32);
+  }
+}

@@ -8,6 +8,8 @@ training step for them, importable by other tools (the Paddle benchmarks):
 - "mlp": Linear 16-32, ReLU, Linear 32-32, Tanh, Linear 32-4; MSE loss.
 - "cnn": Conv2D 1->4 3x3 pad 1, ReLU, MaxPool 2, Conv2D 4->8 3x3 pad 1, ReLU,
   AvgPool 2, Flatten, Linear 32-10; cross-entropy loss (10 classes).
+- "cnn_bn": the CNN with BatchNorm2D(4) after its first convolution, in
+  training mode (batch statistics, running statistics updated).
 - "transformer": Embedding 32x16, pre-norm block (LayerNorm, 2-head causal
   self-attention from matmul/softmax with an additive mask, residual,
   LayerNorm, Linear 16-32, GELU, Linear 32-16, residual), LayerNorm, Linear
@@ -24,7 +26,7 @@ import paddle
 import paddle.nn.functional as F
 from paddle import nn
 
-MODELS = ("mlp", "cnn", "transformer")
+MODELS = ("mlp", "cnn", "transformer")  # "cnn_bn" builds too (the adapter's tests)
 LEARNING_RATE = {"mlp": 0.05, "cnn": 0.05, "transformer": 0.05}
 
 
@@ -39,6 +41,19 @@ class CNN(nn.Layer):
 
     def forward(self, x):
         x = self.pool1(F.relu(self.conv1(x)))
+        x = self.pool2(F.relu(self.conv2(x)))
+        return self.fc(paddle.flatten(x, 1))
+
+
+class CNNBN(CNN):
+    """The CNN with a training-mode BatchNorm2D after the first convolution."""
+
+    def __init__(self):
+        super().__init__()
+        self.bn = nn.BatchNorm2D(4, momentum=0.8)
+
+    def forward(self, x):
+        x = self.pool1(F.relu(self.bn(self.conv1(x))))
         x = self.pool2(F.relu(self.conv2(x)))
         return self.fc(paddle.flatten(x, 1))
 
@@ -92,8 +107,8 @@ def build(name):
 
         def loss_fn(out, target):
             return paddle.mean((out - target) ** 2)
-    elif name == "cnn":
-        model = CNN()
+    elif name in ("cnn", "cnn_bn"):
+        model = CNN() if name == "cnn" else CNNBN()
         x = paddle.to_tensor(rng.standard_normal((8, 1, 8, 8)).astype(np.float32))
         y = paddle.to_tensor(rng.integers(0, 10, (8,)).astype(np.int64))
 
@@ -114,8 +129,8 @@ def build(name):
         fan_in = p.shape[0] if len(p.shape) == 2 else max(1, int(np.prod(p.shape[1:])))
         scale = 1.0 / math.sqrt(fan_in) if len(p.shape) > 1 else 0.1
         value = np.random.default_rng(i + 1).standard_normal(p.shape) * scale
-        if len(p.shape) == 1 and "w_" in p.name and isinstance(model, Block):
-            value = 1.0 + value  # LayerNorm scales near 1
+        if len(p.shape) == 1 and "w_" in p.name and isinstance(model, (Block, CNNBN)):
+            value = 1.0 + value  # LayerNorm / BatchNorm scales near 1
         p.set_value(value.astype(np.float32))
     return model, x, y, loss_fn
 

@@ -185,3 +185,35 @@ def test_layer_gradient_matches_cpu(name, fn, specs, dtype):
         rtol, atol = 1e-7, 1e-9
     for r, g in zip(ref, got):
         np.testing.assert_allclose(g, r, rtol=rtol * 10, atol=atol * 10)
+
+
+# batch_norm_grad (kernels/layers.cc): dx, dscale, dbias in training mode
+# (batch statistics) and with global statistics, against Paddle's CPU; 16-bit
+# x against the CPU in float32 on the same rounded values.
+@pytest.mark.parametrize("training", [True, False], ids=["train", "global_stats"])
+@pytest.mark.parametrize("dtype", [d for d in ("float32", "float64", "float16", "bfloat16")
+                                   if claimed(d)])
+def test_batch_norm_gradient_matches_cpu(training, dtype):
+    from test_kernels import batch_norm_inputs
+    x, (rm, rv, w, b) = batch_norm_inputs((4, 3, 2, 3), dtype)
+    dy = np.linspace(-1, 1, x.size).reshape(x.shape)
+    wide = "float32" if dtype in ("float16", "bfloat16") else dtype
+
+    def run(device, xdt):
+        paddle.set_device(device)
+        sdt = "float64" if xdt == "float64" else "float32"
+        xt = paddle.to_tensor(x.astype(sdt)).astype(xdt)  # no float64 on the device
+        xt.stop_gradient = False
+        wt, bt = (paddle.to_tensor(v.astype(sdt), stop_gradient=False) for v in (w, b))
+        y = F.batch_norm(xt, paddle.to_tensor(rm.astype(sdt)), paddle.to_tensor(rv.astype(sdt)),
+                         wt, bt, training=training, momentum=0.8, epsilon=1e-3,
+                         use_global_stats=not training)
+        loss = (y * paddle.to_tensor(dy.astype(sdt)).astype(xdt)).sum()
+        return [g.cpu().astype("float64").numpy() for g in paddle.grad([loss], [xt, wt, bt])]
+    ref, got = run("cpu", wide), run(DEVICE, dtype)
+    rtol, atol = TOL.get(dtype, (1e-5, 1e-6))
+    if dtype in ("float16", "bfloat16"):  # dy rounded to 16 bits, dx rounded once
+        rtol = atol = 2e-3 if dtype == "float16" else 1.6e-2
+    for name, r, g in zip(("dx", "dscale", "dbias"), ref, got):
+        scale = max(1.0, float(np.abs(r).max()))
+        np.testing.assert_allclose(g, r, rtol=rtol * 10, atol=atol * 10 * scale, err_msg=name)

@@ -214,6 +214,7 @@ REGISTERED = {
                         "index_select", "tril", "triu", "tril_grad", "triu_grad")},
     **{n: NUMBERS for n in ("gather_grad", "index_select_grad", "gather_nd_grad")},
     **{n: ALL for n in ("gather_nd", "strided_slice", "strided_slice_grad")},
+    **{n: FLOATS for n in ("batch_norm", "batch_norm_grad")},
     "rms_norm": FLOATS,
     "rms_norm_grad": FLOATS,
     **{n: FLOATS for n in ("conv2d", "conv2d_grad", "pool2d", "pool2d_grad", "layer_norm",
@@ -420,3 +421,48 @@ def test_unsupported_form_names_device_and_kernel():
         F.conv2d(x, w, data_format="NHWC")
     text = str(e.value)
     assert "OAR device" in text and "conv2d" in text and "NHWC" in text, text
+
+
+# ---- batch_norm (kernels/layers.cc): training mode (batch statistics, the
+# running ones updated with momentum) on 4-D and 2-D inputs, and inference
+# mode (running statistics), every float dtype the device claims; y and both
+# running statistics against Paddle's CPU (float32 statistics, scale and bias
+# for 16-bit x, as Paddle keeps them; the CPU computes in float32 then).
+BN_CASES = [((4, 3, 2, 3), True), ((6, 3), True), ((4, 3, 2, 3), False)]
+
+
+def batch_norm_run(device, x, stats, dtype, training):
+    paddle.set_device(device)
+    sdt = "float64" if dtype == "float64" else "float32"
+    xt = paddle.to_tensor(x.astype(sdt)).astype(dtype)  # no float64 on the device
+    rm, rv, w, b = [paddle.to_tensor(v.astype(sdt)) for v in stats]
+    y = F.batch_norm(xt, rm, rv, w, b, training=training, momentum=0.8, epsilon=1e-3)
+    assert device == "cpu" or y.place.is_custom_place()
+    return [t.cpu().astype("float64").numpy() for t in (y, rm, rv)]
+
+
+def batch_norm_inputs(shape, dtype):
+    rng = np.random.default_rng(17)
+    c = shape[1]
+    x = rng.uniform(-2, 2, shape) + np.arange(c).reshape([1, c] + [1] * (len(shape) - 2))
+    stats = [rng.uniform(-1, 1, (c,)), rng.uniform(0.5, 2, (c,)), rng.uniform(0.5, 1.5, (c,)),
+             rng.uniform(-1, 1, (c,))]
+    # x rounded to |dtype| once, so the CPU (float32 for 16-bit) sees the same values.
+    paddle.set_device("cpu")
+    return paddle.to_tensor(x).astype(dtype).astype("float64").numpy(), stats
+
+
+@pytest.mark.parametrize("shape,training", BN_CASES, ids=["nchw_train", "nc_train", "nchw_test"])
+@pytest.mark.parametrize("dtype", dtypes(FLOATS))
+def test_batch_norm(shape, training, dtype):
+    x, stats = batch_norm_inputs(shape, dtype)
+    wide = "float32" if dtype in ("float16", "bfloat16") else dtype
+    ref = batch_norm_run("cpu", x, stats, wide, training)
+    got = batch_norm_run(DEVICE, x, stats, dtype, training)
+    rtol, atol = TOL[dtype]
+    stat_tol = TOL["float32" if dtype != "float64" else dtype]
+    for i, (g, r) in enumerate(zip(got, ref)):
+        tol = (rtol * 4, atol * 4) if i == 0 else (stat_tol[0] * 10, stat_tol[1] * 10)
+        np.testing.assert_allclose(g, r, rtol=tol[0], atol=tol[1], err_msg=["y", "mean", "var"][i])
+    if training:  # the running statistics moved
+        assert not np.allclose(got[1], stats[0])

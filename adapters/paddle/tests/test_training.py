@@ -1,6 +1,6 @@
-"""The three models of models.py (MLP, small CNN, transformer block) trained
-on the OAR device follow Paddle's CPU, eagerly and under
-paddle.jit.to_static, with no CPU fallback in a training step; and a
+"""The models of models.py (MLP, small CNN with and without BatchNorm,
+transformer block) trained on the OAR device follow Paddle's CPU, eagerly
+and under paddle.jit.to_static, with no CPU fallback in a training step; and a
 Python process that used the device exits normally.
 
 How fallbacks are counted (docs/paddle.md, "Fallbacks"):
@@ -28,7 +28,8 @@ import pytest
 from conftest import DEVICE, PLUGIN
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODELS = ("mlp", "cnn", "transformer")
+# cnn_bn: the CNN with a training-mode BatchNorm2D (batch_norm, batch_norm_grad).
+MODELS = ("mlp", "cnn", "transformer", "cnn_bn")
 # Trained eagerly with paddle.optimizer.Adam / AdamW as well (the optimizer
 # step runs eagerly under to_static too, so the eager run covers it).
 ADAM_RUNS = ("mlp:adam", "transformer:adamw")
