@@ -18,12 +18,14 @@
 // Run with --benchmark_repetitions=N --benchmark_report_aggregates_only=true.
 #include <CL/cl.h>
 #include <benchmark/benchmark.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -157,6 +159,13 @@ void set_touched(benchmark::State& state, double bytes_per_iteration) {
 
 // ---- empty op round trip --------------------------------------------------
 
+// CPU seconds the calling thread has used.
+double thread_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
+}
+
 void BM_EmptyOp_OAR(benchmark::State& state) {
   Device* device = opencl();
   if (device == nullptr) return state.SkipWithError("no opencl device");
@@ -239,16 +248,84 @@ void BM_EmptyOp_Paired(benchmark::State& state) {
 }
 BENCHMARK(BM_EmptyOp_Paired)->ArgName("native_profiling")->Arg(0)->Arg(1)->Iterations(4000);
 
+// Where a round trip's time goes, OAR against native clFinish on the
+// profiling queue, alternating in one loop: medians of the submit (dispatch /
+// clSetKernelArg + clEnqueueNDRangeKernel) and of the wait (synchronize /
+// clFinish), and per round trip the calling thread's CPU time and context
+// switches (voluntary: it slept; involuntary: it was preempted). A diagnosis,
+// not a target: the getrusage calls around each round trip cost the thread
+// CPU of their own, outside the timed phases.
+void BM_EmptyOp_Split(benchmark::State& state) {
+  Device* device = opencl();
+  Native& n = native();
+  if (device == nullptr || !n.ok()) return state.SkipWithError("no opencl device");
+  Stream& stream = device->default_stream();
+  Tensor x = Tensor::empty(*device, {1}, dtype::f32);
+  Tensor y = Tensor::empty(*device, {1}, dtype::f32);
+  float one = 1.0f;
+  x.copy_from_host(stream, &one);
+  const OpId neg("neg");
+  cl_int code = CL_SUCCESS;
+  cl_mem nx = clCreateBuffer(n.context, CL_MEM_READ_WRITE, 4, nullptr, &code);
+  cl_mem ny = clCreateBuffer(n.context, CL_MEM_READ_WRITE, 4, nullptr, &code);
+  dispatch(stream, neg, {&x}, {&y});  // builds the program outside the loop
+  stream.synchronize();
+  n.neg(n.profiling_queue, nx, ny);
+  struct Phases {
+    std::vector<double> submit, wait;
+    double cpu = 0;
+    long voluntary = 0, involuntary = 0;
+  };
+  Phases phases[2];  // OAR, native
+  size_t first = 0;
+  for (auto _ : state) {
+    for (size_t k = 0; k < 2; ++k) {
+      size_t which = (first + k) % 2;
+      Phases& p = phases[which];
+      rusage before{};
+      getrusage(RUSAGE_THREAD, &before);
+      double cpu_start = thread_cpu_seconds();
+      auto t0 = std::chrono::steady_clock::now();
+      if (which == 0) {
+        dispatch(stream, neg, {&x}, {&y});
+      } else {
+        n.enqueue_neg(n.profiling_queue, nx, ny);
+      }
+      auto t1 = std::chrono::steady_clock::now();
+      if (which == 0) {
+        stream.synchronize();
+      } else {
+        clFinish(n.profiling_queue);
+      }
+      auto t2 = std::chrono::steady_clock::now();
+      p.cpu += thread_cpu_seconds() - cpu_start;
+      rusage after{};
+      getrusage(RUSAGE_THREAD, &after);
+      p.submit.push_back(std::chrono::duration<double>(t1 - t0).count());
+      p.wait.push_back(std::chrono::duration<double>(t2 - t1).count());
+      p.voluntary += after.ru_nvcsw - before.ru_nvcsw;
+      p.involuntary += after.ru_nivcsw - before.ru_nivcsw;
+    }
+    first = (first + 1) % 2;
+  }
+  clReleaseMemObject(nx);
+  clReleaseMemObject(ny);
+  const double trips = double(state.iterations());
+  const char* names[2] = {"oar", "native"};
+  for (size_t i = 0; i < 2; ++i) {
+    const std::string name = names[i];
+    state.counters[name + "_submit_us"] = median(phases[i].submit) * 1e6;
+    state.counters[name + "_wait_us"] = median(phases[i].wait) * 1e6;
+    state.counters[name + "_cpu_us"] = phases[i].cpu * 1e6 / trips;
+    state.counters[name + "_sleeps"] = double(phases[i].voluntary) / trips;
+    state.counters[name + "_preempted"] = double(phases[i].involuntary) / trips;
+  }
+}
+BENCHMARK(BM_EmptyOp_Split)->Iterations(4000);
+
 // ---- submission cost: 1000 ops, one wait ----------------------------------
 
 constexpr int kSubmitOps = 1000;
-
-// CPU seconds the calling thread has used.
-double thread_cpu_seconds() {
-  timespec t{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
-}
 
 // Per-op figures of a Submit1000 run: the submitting thread's CPU (the host
 // cost of an op: arguments, checks, enqueue) and wall time.

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 
@@ -72,6 +73,60 @@ std::chrono::nanoseconds parse_spin_budget(const char* text, std::string* proble
     return fallback;
   }
   return std::chrono::microseconds(value);
+}
+
+void HostWait::add(Samples& samples, int64_t took, bool update_median) {
+  uint32_t count = samples.count.load(std::memory_order_relaxed);
+  samples.ns[count % uint32_t(kSamples)].store(took, std::memory_order_relaxed);
+  samples.count.store(count + 1, std::memory_order_relaxed);
+  if (!update_median) return;
+  int kept = count + 1 < uint32_t(kSamples) ? int(count + 1) : kSamples;
+  int64_t values[kSamples];
+  for (int i = 0; i < kept; ++i) values[i] = samples.ns[i].load(std::memory_order_relaxed);
+  std::nth_element(values, values + kept / 2, values + kept);
+  samples.median.store(values[kept / 2], std::memory_order_relaxed);
+}
+
+bool HostWait::should_poll() const {
+  if (budget_.count() <= 0 || last_wait_ns_.load(std::memory_order_relaxed) > budget_.count()) {
+    choice_.store(kForcedBlock, std::memory_order_relaxed);
+    return false;
+  }
+  bool timed = polled_.count.load(std::memory_order_relaxed) > 0 &&
+               blocked_.count.load(std::memory_order_relaxed) > 0;
+  bool poll = timed ? poll_is_faster_.load(std::memory_order_relaxed) : !host_busy_();
+  const uint32_t every = clear_loser_.load(std::memory_order_relaxed)
+                             ? kExploreEvery * kClearLoserFactor
+                             : kExploreEvery;
+  // A plain increment: two threads waiting at once may count their waits as one.
+  const uint32_t wait = waits_.load(std::memory_order_relaxed);
+  waits_.store(wait + 1, std::memory_order_relaxed);
+  if (wait % every == every - 1) poll = !poll;
+  choice_.store(poll ? kPoll : kBlock, std::memory_order_relaxed);
+  return poll;
+}
+
+void HostWait::finished_after(std::chrono::nanoseconds duration) {
+  const int64_t took = duration.count();
+  last_wait_ns_.store(took, std::memory_order_relaxed);
+  const Choice choice = choice_.load(std::memory_order_relaxed);
+  if (choice == kForcedBlock) return;
+  // The way not taken by default gets a sample once in kExploreEvery waits
+  // or less: its median follows each one. The usual way's median moves
+  // slowly; updating it on every fourth wait keeps the wait path short.
+  Samples& samples = choice == kPoll ? polled_ : blocked_;
+  const bool usual = polled_.count.load(std::memory_order_relaxed) > 0 &&
+                     blocked_.count.load(std::memory_order_relaxed) > 0 &&
+                     (choice == kPoll) == poll_is_faster_.load(std::memory_order_relaxed);
+  add(samples, took, !usual || samples.count.load(std::memory_order_relaxed) % 4 == 0);
+  const int64_t polled = polled_.median.load(std::memory_order_relaxed);
+  const int64_t blocked = blocked_.median.load(std::memory_order_relaxed);
+  if (polled >= 0 && blocked >= 0) {
+    poll_is_faster_.store(polled < blocked, std::memory_order_relaxed);
+    const int64_t faster = std::min(polled, blocked);
+    const int64_t slower = std::max(polled, blocked);
+    clear_loser_.store(slower > faster + faster / 2, std::memory_order_relaxed);
+  }
 }
 
 std::chrono::nanoseconds spin_budget() {

@@ -104,6 +104,68 @@ TEST(SdkHostWaitTest, ABusyHostBlocksAtOnce) {
   EXPECT_FALSE(waits.should_poll());
 }
 
+// One wait of |waits| that took |took|, polled or blocked as it chose.
+bool wait_once(HostWait& waits, nanoseconds took) {
+  bool polled = waits.should_poll();
+  waits.finished_after(took);
+  return polled;
+}
+
+TEST(SdkHostWaitTest, TriesPollingOnABusyHostAndKeepsItWhenItIsFaster) {
+  HostWait waits(microseconds(100), kBusyHost);
+  int polled = 0;
+  for (uint32_t i = 0; i + 1 < HostWait::kExploreEvery; ++i) {
+    polled += wait_once(waits, microseconds(50));
+  }
+  EXPECT_EQ(polled, 0) << "a busy host blocks until polling was timed";
+  EXPECT_EQ(waits.polled_median_ns(), -1);
+  EXPECT_EQ(waits.blocked_median_ns(), 50000);
+  EXPECT_TRUE(wait_once(waits, microseconds(20))) << "every kExploreEvery-th wait tries polling";
+  EXPECT_EQ(waits.polled_median_ns(), 20000);
+  for (int i = 0; i < 10; ++i) EXPECT_TRUE(wait_once(waits, microseconds(20))) << i;
+}
+
+TEST(SdkHostWaitTest, StopsPollingOnAnIdleHostWhenBlockingIsFaster) {
+  HostWait waits(microseconds(100), kIdleHost);
+  // Polls first; a machine whose device threads need the poller's core.
+  for (uint32_t i = 0; i + 1 < HostWait::kExploreEvery; ++i) {
+    EXPECT_TRUE(wait_once(waits, microseconds(60))) << i;
+  }
+  EXPECT_FALSE(wait_once(waits, microseconds(50))) << "every kExploreEvery-th wait tries blocking";
+  int polled = 0;
+  for (uint32_t i = 0; i < 2 * HostWait::kExploreEvery; ++i) {
+    polled += wait_once(waits, microseconds(50));
+  }
+  EXPECT_EQ(polled, 2) << "one wait in kExploreEvery still polls";
+}
+
+TEST(SdkHostWaitTest, RetriesAClearLoserLessOften) {
+  HostWait waits(microseconds(100), kIdleHost);
+  for (uint32_t i = 0; i + 1 < HostWait::kExploreEvery; ++i) wait_once(waits, microseconds(60));
+  EXPECT_FALSE(wait_once(waits, microseconds(20)));  // blocking: 3 times as fast
+  const uint32_t period = HostWait::kExploreEvery * HostWait::kClearLoserFactor;
+  int polled = 0;
+  for (uint32_t i = 0; i < 2 * period; ++i) polled += wait_once(waits, microseconds(20));
+  EXPECT_EQ(polled, 2) << "one wait in kExploreEvery * kClearLoserFactor polls";
+}
+
+TEST(SdkHostWaitTest, FollowsTheMedianOfRecentWaitsNotOneOutlier) {
+  HostWait waits(microseconds(100), kIdleHost);
+  for (uint32_t i = 0; i + 1 < HostWait::kExploreEvery; ++i) wait_once(waits, microseconds(20));
+  EXPECT_FALSE(wait_once(waits, microseconds(30)));  // blocking tried: slower
+  EXPECT_TRUE(wait_once(waits, microseconds(95)));   // one slow polled wait (a preemption)
+  EXPECT_EQ(waits.polled_median_ns(), 20000);
+  EXPECT_TRUE(waits.should_poll()) << "an average would have turned to blocking";
+}
+
+TEST(SdkHostWaitTest, WaitsThatHadToBlockAreNotCounted) {
+  HostWait waits(microseconds(100), kIdleHost);
+  wait_once(waits, milliseconds(12));                // a long copy, polled: counted
+  EXPECT_FALSE(wait_once(waits, milliseconds(12)));  // blocked because the last wait was long
+  EXPECT_EQ(waits.blocked_median_ns(), -1);
+  EXPECT_EQ(waits.polled_median_ns(), 12000000);
+}
+
 TEST(SdkHostOversubscribedTest, RunnableThreadsAboveTheCpusMeanBusy) {
   EXPECT_FALSE(loadavg_oversubscribed("0.52 0.58 0.59 2/412 12345\n", 2));
   EXPECT_TRUE(loadavg_oversubscribed("3.90 3.58 2.59 3/412 12345\n", 2));

@@ -12,10 +12,12 @@
 // at once and leaves the driver both cores; one short wait turns polling on
 // again.
 //
-// Polling only helps when a core is free for it: on an oversubscribed host
+// Polling helps only where a core is free for it: on an oversubscribed host
 // (more runnable threads than CPUs: other processes' load, or a CPU-backed
 // device such as PoCL or lavapipe whose worker threads need the cores the
-// poller would take) a HostWait blocks at once; see host_oversubscribed().
+// poller would take) it can make the wait longer. A HostWait therefore times
+// its own polled and blocking waits and keeps to the faster way (below); the
+// host's load (host_oversubscribed()) only decides until both were timed.
 //
 // Budget: OAR_SYNC_SPIN_US microseconds (default 100); 0 never polls. A value
 // that is not a number from 0 to 1000000 is reported once and the default used.
@@ -71,40 +73,79 @@ bool spin_until(std::chrono::nanoseconds budget, Done&& done) {
   }
 }
 
-// The waits of one stream or event: polls when its previous wait was short.
+// The waits of one stream or event: polls when its previous wait was short
+// and polling has been the faster way to wait here.
 //
 //   auto start = std::chrono::steady_clock::now();
 //   if (waits.should_poll()) waits.poll([&] { return done(); });
 //   blocking_wait();  // returns at once when the poll saw the work done
 //   waits.finished(start);
+//
+// Whether polling helps is measured, not assumed: a HostWait keeps the
+// durations of its last kSamples polled waits and of its last kSamples
+// blocking waits, and waits the way whose median is lower. Every
+// kExploreEvery-th wait goes the other way, so that both medians follow a
+// machine whose load changes; while the other way's median is more than 1.5
+// times the faster one's, only every (kExploreEvery * kClearLoserFactor)-th
+// does (retrying a clear loser costs more than it is likely to tell). Until
+// both ways have been timed it polls when the host has a core to spare
+// (host_busy) and blocks when it has not. Waits that block because the
+// previous wait was long (or polling is off) are no choice and not counted.
 class HostWait {
  public:
+  // Durations kept per way.
+  static constexpr int kSamples = 8;
+  // One wait in this many goes the way that is not the faster one now.
+  static constexpr uint32_t kExploreEvery = 32;
+  static constexpr uint32_t kClearLoserFactor = 8;
+
   // |host_busy|: whether spinning would take a core from other work now.
   explicit HostWait(std::chrono::nanoseconds budget = spin_budget(),
                     bool (*host_busy)() = host_oversubscribed)
       : budget_(budget), host_busy_(host_busy) {}
 
-  // True when polling is on, the previous wait (if any) ended within the
-  // budget and the host has a core to spare.
-  bool should_poll() const {
-    return budget_.count() > 0 &&
-           last_wait_ns_.load(std::memory_order_relaxed) <= budget_.count() && !host_busy_();
-  }
+  // True when this wait should poll: polling is on, the previous wait (if
+  // any) ended within the budget, and polling is the faster way here (or,
+  // before both ways were timed, the host has a core to spare), except on
+  // the waits that try the other way. Records the choice for finished().
+  bool should_poll() const;
   // Polls |done| for up to the budget; true when it returned true.
   template <typename Done>
   bool poll(Done&& done) const {
     return spin_until(budget_, done);
   }
-  // Records how long the wait begun at |start| took, polled or blocked.
+  // Records how long the wait begun at |start| took, polled or blocked (as
+  // the last should_poll() chose).
   void finished(std::chrono::steady_clock::time_point start) {
-    last_wait_ns_.store((std::chrono::steady_clock::now() - start).count(),
-                        std::memory_order_relaxed);
+    finished_after(std::chrono::steady_clock::now() - start);
   }
+  // The same with the wait's duration.
+  void finished_after(std::chrono::nanoseconds took);
+
+  // The medians of the kept polled and blocking waits in nanoseconds; -1
+  // until that way has been timed.
+  int64_t polled_median_ns() const { return polled_.median.load(std::memory_order_relaxed); }
+  int64_t blocked_median_ns() const { return blocked_.median.load(std::memory_order_relaxed); }
 
  private:
+  enum Choice : uint8_t { kForcedBlock, kBlock, kPoll };
+  struct Samples {
+    std::atomic<int64_t> ns[kSamples] = {};
+    std::atomic<uint32_t> count{0};   // samples ever recorded
+    std::atomic<int64_t> median{-1};  // of the kept samples; -1 before the first
+  };
+  // Keeps |took| in |samples|, and updates their median when |update_median|.
+  static void add(Samples& samples, int64_t took, bool update_median);
+
   std::chrono::nanoseconds budget_;
   bool (*host_busy_)();
   std::atomic<int64_t> last_wait_ns_{0};
+  Samples polled_;
+  Samples blocked_;
+  std::atomic<bool> poll_is_faster_{false};  // meaningful once both ways were timed
+  std::atomic<bool> clear_loser_{false};     // the slower way's median > 1.5 x the faster's
+  mutable std::atomic<uint32_t> waits_{0};
+  mutable std::atomic<Choice> choice_{kForcedBlock};  // the last should_poll()'s
 };
 
 }  // namespace oar::sdk
