@@ -28,12 +28,23 @@
 // - Only a beta power or skip_update (AMP's found_inf) that lives on the
 //   device is read back, with a synchronizing copy (it drains the stream);
 //   Paddle's own optimizers never put the beta powers there.
+// - float16/bfloat16 parameters: the step runs in float32 on a float32
+//   "compute parameter" with float32 moments (Paddle keeps the moments of a
+//   16-bit parameter in float32 whether or not it keeps a master weight):
+//   with multi_precision it is the master weight (master_param ->
+//   master_param_out, updated in place), otherwise a float32 cast of the
+//   parameter; the gradient is cast to float32, and the parameter is written
+//   as the float32 result cast once to its dtype (Paddle's GPU kernel:
+//   param_out = T(master_out)). OAR's own 16-bit form (f32 moments beside a
+//   16-bit parameter, the parameter rounded each step) is not used: it would
+//   lose the master weight's low bits.
 // Refused, with Paddle's error naming the device and the kernel: amsgrad (OAR
-// has none), a master weight (multi_precision: OAR's mixed-precision state
-// is f32 moments beside an f16 parameter, not a master copy), and beta powers
-// that are not powers of beta (state edited by hand).
+// has none), multi_precision without a master weight, and beta powers that
+// are not powers of beta (state edited by hand).
 #include <cmath>
 #include <cstring>
+#include <utility>
+#include <vector>
 
 #include "kernels/common.h"
 
@@ -123,6 +134,22 @@ int64_t step_of(const phi::CustomContext& ctx, const char* kernel, double beta1,
   return step == 0 ? 1 : step;  // both betas 0: no bias correction at all
 }
 
+bool is_16bit(phi::DataType t) {
+  return t == phi::DataType::FLOAT16 || t == phi::DataType::BFLOAT16;
+}
+
+// |t| in |dtype|: itself, or a device cast of it into a new tensor.
+phi::DenseTensor in_dtype(const phi::CustomContext& ctx, const phi::DenseTensor& t,
+                          phi::DataType dtype) {
+  if (t.dtype() == dtype) return t;
+  phi::DenseTensor c = empty(ctx, dims_of(t), dtype);
+  if (t.numel() != 0) {
+    View a(t), o(c);
+    run(ctx, OAR_PADDLE_OP("cast"), {&a}, {&o});
+  }
+  return c;
+}
+
 void adam_common(const phi::CustomContext& ctx, const char* kernel, const phi::DenseTensor& param,
                  const phi::DenseTensor& grad, const phi::DenseTensor& learning_rate,
                  const phi::DenseTensor& moment1, const phi::DenseTensor& moment2,
@@ -133,12 +160,23 @@ void adam_common(const phi::CustomContext& ctx, const char* kernel, const phi::D
                  double decay, bool multi_precision, bool use_global_beta_pow, bool amsgrad,
                  phi::DenseTensor* param_out, phi::DenseTensor* moment1_out,
                  phi::DenseTensor* moment2_out, phi::DenseTensor* beta1_pow_out,
-                 phi::DenseTensor* beta2_pow_out) {
+                 phi::DenseTensor* beta2_pow_out, phi::DenseTensor* master_param_out) {
   if (amsgrad) unsupported(ctx, kernel, "amsgrad");
-  if (multi_precision || master_param)
-    unsupported(ctx, kernel, "a master weight (multi_precision)");
-  if (moment1.dtype() != param.dtype() || moment2.dtype() != param.dtype()) {
-    unsupported(ctx, kernel, "moments of another dtype than the parameter");
+  const bool has_master = bool(master_param);
+  if (multi_precision && is_16bit(param.dtype()) && !has_master) {
+    unsupported(ctx, kernel, "multi_precision without a master weight");
+  }
+  if (has_master && master_param_out == nullptr) {
+    unsupported(ctx, kernel, "a master weight without its output");
+  }
+  // The dtype the step is computed in, and the parameter it updates there.
+  const phi::DataType cd = has_master                ? master_param->dtype()
+                           : is_16bit(param.dtype()) ? phi::DataType::FLOAT32
+                                                     : param.dtype();
+  if (moment1.dtype() != cd || moment2.dtype() != cd) {
+    unsupported(ctx, kernel,
+                std::string("moments of dtype ") + phi::DataTypeToString(moment1.dtype()) +
+                    " for a step computed in " + phi::DataTypeToString(cd));
   }
   const double beta1 = beta1_s.to<double>(), beta2 = beta2_s.to<double>();
   const double eps = epsilon_s.to<double>();
@@ -147,10 +185,13 @@ void adam_common(const phi::CustomContext& ctx, const char* kernel, const phi::D
   ctx.Alloc(param_out, param.dtype());
   ctx.Alloc(moment1_out, moment1.dtype());
   ctx.Alloc(moment2_out, moment2.dtype());
+  if (has_master) ctx.Alloc(master_param_out, cd);
   if (skip_update && host_value(ctx, *skip_update) != 0) {
     // AMP found an infinite gradient: everything stays as it was.
-    for (auto [in, out] : {std::pair{&param, param_out}, std::pair{&moment1, moment1_out},
-                           std::pair{&moment2, moment2_out}}) {
+    std::vector<std::pair<const phi::DenseTensor*, phi::DenseTensor*>> keep = {
+        {&param, param_out}, {&moment1, moment1_out}, {&moment2, moment2_out}};
+    if (has_master) keep.push_back({&*master_param, master_param_out});
+    for (auto [in, out] : keep) {
       if (in->numel() == 0 || in->data() == out->data()) continue;
       View a(*in), o(*out);
       run(ctx, OAR_PADDLE_OP("copy"), {&a}, {&o});
@@ -163,43 +204,52 @@ void adam_common(const phi::CustomContext& ctx, const char* kernel, const phi::D
   }
   const int64_t step = step_of(ctx, kernel, beta1, pow1, beta2, pow2);
   if (param.numel() > 0) {
-    View g(grad), m(moment1), v(moment2), mo(*moment1_out), vo(*moment2_out);
+    // The compute parameter: the master weight, a float32 copy, or param.
+    const phi::DenseTensor param_c = has_master ? *master_param : in_dtype(ctx, param, cd);
+    const phi::DenseTensor grad_c = in_dtype(ctx, grad, cd);
+    phi::DenseTensor scratch_out;
+    phi::DenseTensor* out_c = param_out;
+    if (has_master) {
+      out_c = master_param_out;
+    } else if (cd != param.dtype()) {
+      scratch_out = empty(ctx, dims_of(param), cd);
+      out_c = &scratch_out;
+    }
+    View g(grad_c), m(moment1), v(moment2), mo(*moment1_out), vo(*moment2_out);
     if (on_host(learning_rate)) {
       // The whole step in one fused call.
       const double lr = host_value(ctx, learning_rate) * lr_ratio;
-      View p(param), po(*param_out);
+      View p(param_c), po(*out_c);
       run(ctx, decay != 0 ? OAR_PADDLE_OP("adamw") : OAR_PADDLE_OP("adam"), {&p, &g, &m, &v},
           {&po, &mo, &vo},
           {oar::Attr("lr", lr), oar::Attr("step", step), oar::Attr("beta1", beta1),
            oar::Attr("beta2", beta2), oar::Attr("eps", eps), oar::Attr("weight_decay", decay)});
     } else {
       // update = -m_hat / (sqrt(v_hat) + eps): adam on a zero parameter, lr 1.
-      phi::DenseTensor update = empty(ctx, dims_of(param), param.dtype());
+      phi::DenseTensor update = empty(ctx, dims_of(param), cd);
       fill(ctx, &update, 0.0);
       View u(update);
       run(ctx, OAR_PADDLE_OP("adam"), {&u, &g, &m, &v}, {&u, &mo, &vo},
           {oar::Attr("lr", 1.0), oar::Attr("step", step), oar::Attr("beta1", beta1),
            oar::Attr("beta2", beta2), oar::Attr("eps", eps), oar::Attr("weight_decay", 0.0)});
-      // lr (rank 0, the parameter's dtype) on the device.
-      phi::DenseTensor lr_t = empty(ctx, {}, param.dtype());
+      // lr (rank 0, the compute dtype) on the device.
+      phi::DenseTensor lr_t = empty(ctx, {}, cd);
       View lr(lr_t);
       {
         View src(learning_rate, {});
-        run(ctx,
-            learning_rate.dtype() == param.dtype() ? OAR_PADDLE_OP("copy") : OAR_PADDLE_OP("cast"),
+        run(ctx, learning_rate.dtype() == cd ? OAR_PADDLE_OP("copy") : OAR_PADDLE_OP("cast"),
             {&src}, {&lr});
       }
       if (lr_ratio != 1.0) {
-        phi::DenseTensor r = scalar(ctx, param.dtype(), lr_ratio);
+        phi::DenseTensor r = scalar(ctx, cd, lr_ratio);
         View rv(r);
         run(ctx, OAR_PADDLE_OP("mul"), {&lr, &rv}, {&lr});
       }
-      View p(param), po(*param_out);
+      View p(param_c), po(*out_c);
       run(ctx, OAR_PADDLE_OP("mul"), {&u, &lr}, {&u});
       if (decay != 0) {
         // param_out = param * (1 - lr * decay) + lr * update
-        phi::DenseTensor k = scalar(ctx, param.dtype(), -decay),
-                         one = scalar(ctx, param.dtype(), 1);
+        phi::DenseTensor k = scalar(ctx, cd, -decay), one = scalar(ctx, cd, 1);
         View kv(k), ov(one);
         run(ctx, OAR_PADDLE_OP("mul"), {&kv, &lr}, {&kv});
         run(ctx, OAR_PADDLE_OP("add"), {&kv, &ov}, {&kv});
@@ -208,6 +258,11 @@ void adam_common(const phi::CustomContext& ctx, const char* kernel, const phi::D
       } else {
         run(ctx, OAR_PADDLE_OP("add"), {&p, &u}, {&po});
       }
+    }
+    if (out_c != param_out) {
+      // The 16-bit parameter from the float32 result, rounded once.
+      View a(*out_c), o(*param_out);
+      run(ctx, OAR_PADDLE_OP("cast"), {&a}, {&o});
     }
   }
   if (!use_global_beta_pow) {
@@ -229,11 +284,11 @@ void AdamKernel(const Context& ctx, const phi::DenseTensor& param, const phi::De
                 bool multi_precision, bool use_global_beta_pow, bool amsgrad,
                 phi::DenseTensor* param_out, phi::DenseTensor* moment1_out,
                 phi::DenseTensor* moment2_out, phi::DenseTensor*, phi::DenseTensor* beta1_pow_out,
-                phi::DenseTensor* beta2_pow_out, phi::DenseTensor*) {
+                phi::DenseTensor* beta2_pow_out, phi::DenseTensor* master_param_out) {
   adam_common(ctx, "adam", param, grad, learning_rate, moment1, moment2, beta1_pow, beta2_pow,
               master_param, skip_update, beta1, beta2, epsilon, 1.0, 0.0, multi_precision,
               use_global_beta_pow, amsgrad, param_out, moment1_out, moment2_out, beta1_pow_out,
-              beta2_pow_out);
+              beta2_pow_out, master_param_out);
 }
 
 template <typename T, typename Context>
@@ -247,30 +302,39 @@ void AdamwKernel(const Context& ctx, const phi::DenseTensor& param, const phi::D
                  bool with_decay, bool, int64_t, bool multi_precision, bool use_global_beta_pow,
                  bool amsgrad, phi::DenseTensor* param_out, phi::DenseTensor* moment1_out,
                  phi::DenseTensor* moment2_out, phi::DenseTensor*, phi::DenseTensor* beta1_pow_out,
-                 phi::DenseTensor* beta2_pow_out, phi::DenseTensor*) {
+                 phi::DenseTensor* beta2_pow_out, phi::DenseTensor* master_param_out) {
   adam_common(ctx, "adamw", param, grad, learning_rate, moment1, moment2, beta1_pow, beta2_pow,
               master_param, skip_update, beta1, beta2, epsilon, double(lr_ratio),
               with_decay ? double(coeff) : 0.0, multi_precision, use_global_beta_pow, amsgrad,
-              param_out, moment1_out, moment2_out, beta1_pow_out, beta2_pow_out);
+              param_out, moment1_out, moment2_out, beta1_pow_out, beta2_pow_out, master_param_out);
 }
 
 }  // namespace oar_paddle
 
 // Inputs 2 (learning_rate), 6 and 7 (the beta powers) and 9 (skip_update)
 // are taken where they are (the beta powers live on the CPU); outputs 4 and 5
-// (the new beta powers) go where the inputs were.
-#define OAR_PADDLE_ADAM_PLACES                              \
-  kernel->InputAt(2).SetBackend(phi::Backend::ALL_BACKEND); \
-  kernel->InputAt(6).SetBackend(phi::Backend::ALL_BACKEND); \
-  kernel->InputAt(7).SetBackend(phi::Backend::ALL_BACKEND); \
-  kernel->InputAt(9).SetBackend(phi::Backend::ALL_BACKEND); \
-  kernel->OutputAt(4).SetBackend(phi::Backend::UNDEFINED);  \
-  kernel->OutputAt(5).SetBackend(phi::Backend::UNDEFINED);
+// (the new beta powers) go where the inputs were. For a 16-bit parameter the
+// moments (inputs 3, 4; outputs 1, 2) and the master weight (input 8, output
+// 6) are float32.
+#define OAR_PADDLE_ADAM_PLACES                                 \
+  kernel->InputAt(2).SetBackend(phi::Backend::ALL_BACKEND);    \
+  kernel->InputAt(6).SetBackend(phi::Backend::ALL_BACKEND);    \
+  kernel->InputAt(7).SetBackend(phi::Backend::ALL_BACKEND);    \
+  kernel->InputAt(9).SetBackend(phi::Backend::ALL_BACKEND);    \
+  kernel->OutputAt(4).SetBackend(phi::Backend::UNDEFINED);     \
+  kernel->OutputAt(5).SetBackend(phi::Backend::UNDEFINED);     \
+  if (kernel_key.dtype() == phi::DataType::FLOAT16 ||          \
+      kernel_key.dtype() == phi::DataType::BFLOAT16) {         \
+    for (int i : {3, 4, 8}) {                                  \
+      kernel->InputAt(i).SetDataType(phi::DataType::FLOAT32);  \
+    }                                                          \
+    for (int i : {1, 2, 3, 4, 5, 6}) {                         \
+      kernel->OutputAt(i).SetDataType(phi::DataType::FLOAT32); \
+    }                                                          \
+  }
 
-// float and double: Paddle's float16/bfloat16 Adam keeps moments or a master
-// weight the fused operator does not take in that form (above).
-PD_REGISTER_PLUGIN_KERNEL(adam, oar, ALL_LAYOUT, oar_paddle::AdamKernel, float, double){
+PD_REGISTER_PLUGIN_KERNEL(adam, oar, ALL_LAYOUT, oar_paddle::AdamKernel, OAR_PADDLE_FLOATS){
     OAR_PADDLE_ADAM_PLACES} PD_REGISTER_PLUGIN_KERNEL(adamw, oar, ALL_LAYOUT,
-                                                      oar_paddle::AdamwKernel, float, double) {
+                                                      oar_paddle::AdamwKernel, OAR_PADDLE_FLOATS) {
   OAR_PADDLE_ADAM_PLACES
 }

@@ -217,3 +217,64 @@ def test_batch_norm_gradient_matches_cpu(training, dtype):
     for name, r, g in zip(("dx", "dscale", "dbias"), ref, got):
         scale = max(1.0, float(np.abs(r).max()))
         np.testing.assert_allclose(g, r, rtol=rtol * 10, atol=atol * 10 * scale, err_msg=name)
+
+
+# Adam/AdamW on float16/bfloat16 parameters: with multi_precision a float32
+# master weight and float32 moments (the step in float32, the parameter its
+# rounding), without it float32 moments beside the 16-bit parameter. The
+# gradients are constants (rounded to the dtype) that change per step, so the
+# CPU run on a float32 parameter with the same gradient values is the
+# reference: its parameter is the master weight, its moments the same.
+def _adam16_steps(device, dtype, make, multi_precision, rounded, steps=5):
+    # Initial values and gradients rounded to |rounded| (the 16-bit dtype).
+    paddle.set_device("cpu")
+    init = paddle.to_tensor(np.linspace(-1.5, 2.0, 12).reshape(4, 3)).astype(rounded)
+    init = init.astype("float32").numpy()
+    coeffs = [paddle.to_tensor(np.sin(np.arange(12) + i).reshape(4, 3) * (1 + i))
+              .astype(rounded).astype("float32").numpy() for i in range(steps)]
+    paddle.set_device(device)
+    p = paddle.create_parameter([4, 3], dtype,
+                                default_initializer=paddle.nn.initializer.Assign(init))
+    opt = make([p], multi_precision)
+    for c in coeffs:
+        (p * paddle.to_tensor(c).astype(dtype)).sum().backward()
+        opt.step()
+        opt.clear_grad()
+    state = {k: list(v.values())[0].cpu().astype("float32").numpy()
+             for k, v in opt._accumulators.items()}
+    master = getattr(opt, "_master_weights", {}).get(p.name)
+    return (p.cpu().astype("float32").numpy(), state,
+            None if master is None else master.cpu().numpy())
+
+
+ADAMS16 = {
+    "adam": lambda ps, mp: paddle.optimizer.Adam(learning_rate=0.1, parameters=ps,
+                                                 multi_precision=mp),
+    "adamw": lambda ps, mp: paddle.optimizer.AdamW(learning_rate=0.1, parameters=ps,
+                                                   weight_decay=0.3, multi_precision=mp),
+}
+
+
+@pytest.mark.parametrize("multi_precision", [True, False], ids=["master", "no_master"])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("name", ADAMS16)
+def test_adam_16bit_matches_cpu_float32(name, dtype, multi_precision):
+    if not claimed(dtype):
+        pytest.skip(f"{dtype} not claimed")
+    dev, dev_state, master = _adam16_steps(DEVICE, dtype, ADAMS16[name], multi_precision, dtype)
+    cpu, cpu_state, _ = _adam16_steps("cpu", "float32", ADAMS16[name], False, dtype)
+    assert set(dev_state) == set(cpu_state)
+    for k in cpu_state:  # float32 moments, fed the same gradients
+        np.testing.assert_allclose(dev_state[k], cpu_state[k], rtol=1e-5, atol=1e-6, err_msg=k)
+    if multi_precision:
+        assert master is not None and master.dtype == np.float32
+        np.testing.assert_allclose(master, cpu, rtol=1e-5, atol=1e-5)
+        # The parameter is the master weight rounded once.
+        paddle.set_device("cpu")
+        np.testing.assert_array_equal(
+            dev, paddle.to_tensor(master).astype(dtype).astype("float32").numpy())
+    else:
+        # Rounded to 16 bits after every step: a few roundings off float32.
+        tol = 4e-3 if dtype == "float16" else 3e-2
+        np.testing.assert_allclose(dev, cpu, rtol=tol, atol=tol)
+    assert not np.allclose(dev, np.linspace(-1.5, 2.0, 12).reshape(4, 3), atol=1e-2)
