@@ -8,11 +8,10 @@
 // holds its device's primary context, made current on every call, and the
 // module of the plugin's kernels (kernels/kernels.cu, embedded as a fatbin).
 //
-// Errors: a failed driver call throws with the CUresult's name. An error of
-// asynchronous work (a faulting kernel: CUDA's "sticky" errors) fails the
-// stream that reported it, as OAR's stream model says: stream_synchronize /
-// stream_query return it from then on, events recorded afterwards carry it,
-// and host callbacks that the driver will no longer run are called with it.
+// Errors: a failed driver call throws with the CUresult's name. Streams,
+// events, host callbacks and the asynchronous error model (a faulting kernel
+// fails its stream) are plugins/common/gpu_stream.h's, shared with the hip
+// plugin; DriverApi below is the driver's part of them.
 //
 // Shutdown order (device_close, and finalize for devices a host leaked): the
 // streams (synchronized, pending callbacks settled, destroyed), the events,
@@ -36,6 +35,7 @@
 #include "blas.h"
 #include "collectives.h"
 #include "driver.h"
+#include "gpu_stream.h"
 #include "kernels_image.h"
 #include "oar/dtype.hpp"
 #include "oar/oar.h"
@@ -49,8 +49,8 @@ namespace sdk = oar::sdk;
 
 // The oldest GPU the embedded kernels run on (their lowest SASS and PTX).
 constexpr int kMinComputeCapability = 80;
-constexpr uint64_t kAlignment = 256;   // cuMemAlloc aligns to at least this
-constexpr size_t kErrorWordSize = 24;  // kernels.cu's ErrorWord
+constexpr uint64_t kAlignment = 256;  // cuMemAlloc aligns to at least this
+using gpu::kErrorWordSize;
 
 // What a failure of the driver becomes in OAR's codes.
 oar_status_t status_of(CUresult result) {
@@ -107,48 +107,76 @@ bool is_sticky(CUresult result) {
   }
 }
 
-// A failure: an OAR status and its message.
-struct Failure {
-  oar_status_t code = OAR_STATUS_OK;
-  std::string message;
-  bool failed() const { return code != OAR_STATUS_OK; }
-  [[noreturn]] void raise() const { throw sdk::Error(code, message); }
+// The driver API as plugins/common/gpu_stream.h sees it.
+struct DriverApi {
+  using Result = CUresult;
+  using Stream = CUstream;
+  using Event = CUevent;
+  using DevicePtr = CUdeviceptr;
+  static constexpr Result kSuccess = CUDA_SUCCESS;
+  static constexpr Result kNotReady = CUDA_ERROR_NOT_READY;
+  static constexpr const char* kPlugin = "cuda";
+  static constexpr const char* kMakeCurrent = "cuCtxSetCurrent";
+  static constexpr const char* kDeviceSynchronize = "cuCtxSynchronize";
+  static constexpr const char* kStreamCreate = "cuStreamCreate";
+  static constexpr const char* kStreamQuery = "cuStreamQuery";
+  static constexpr const char* kStreamSynchronize = "cuStreamSynchronize";
+  static constexpr const char* kStreamWaitEvent = "cuStreamWaitEvent";
+  static constexpr const char* kAddHostCallback = "cuLaunchHostFunc";
+  static constexpr const char* kEventCreate = "cuEventCreate";
+  static constexpr const char* kEventRecord = "cuEventRecord";
+  static constexpr const char* kEventQuery = "cuEventQuery";
+  static constexpr const char* kEventSynchronize = "cuEventSynchronize";
+  static constexpr const char* kEventElapsed = "cuEventElapsedTime";
+
+  static oar_status_t status_of(Result result) { return cuda::status_of(result); }
+  static bool is_sticky(Result result) { return cuda::is_sticky(result); }
+  std::string error_text(Result result) const { return driver.error_text(result); }
+
+  Result make_current(const oar_device_s* device) const;
+  Result device_synchronize() const { return driver.cuCtxSynchronize(); }
+  Result stream_create(Stream* stream) const {
+    return driver.cuStreamCreate(stream, CU_STREAM_NON_BLOCKING);
+  }
+  Result stream_destroy(Stream stream) const { return driver.cuStreamDestroy(stream); }
+  Result stream_query(Stream stream) const { return driver.cuStreamQuery(stream); }
+  Result stream_synchronize(Stream stream) const { return driver.cuStreamSynchronize(stream); }
+  Result stream_wait_event(Stream stream, Event event) const {
+    return driver.cuStreamWaitEvent(stream, event, 0);
+  }
+  Result add_host_callback(Stream stream, gpu::HostCallback* callback) const {
+    return driver.cuLaunchHostFunc(stream, &host_function, callback);
+  }
+  Result event_create(Event* event, bool timing) const {
+    return driver.cuEventCreate(event, timing ? CU_EVENT_DEFAULT : CU_EVENT_DISABLE_TIMING);
+  }
+  Result event_destroy(Event event) const { return driver.cuEventDestroy(event); }
+  Result event_record(Event event, Stream stream) const {
+    return driver.cuEventRecord(event, stream);
+  }
+  Result event_query(Event event) const { return driver.cuEventQuery(event); }
+  Result event_synchronize(Event event) const { return driver.cuEventSynchronize(event); }
+  Result event_elapsed(float* ms, Event start, Event end) const {
+    return driver.cuEventElapsedTime(ms, start, end);
+  }
+  Result copy_to_host(void* dst, DevicePtr src, size_t size, Stream stream) const {
+    return driver.cuMemcpyDtoHAsync(dst, src, size, stream);
+  }
+  Result free(DevicePtr memory) const { return driver.cuMemFree(memory); }
+
+  // cuLaunchHostFunc's function: the driver calls it on its own thread once
+  // the stream's earlier work completed.
+  static void CUDA_CB host_function(void* callback);
+
+  const Driver& driver;
 };
 
 }  // namespace oar::cuda
 
 struct oar_device_s;
 
-// One stream_add_host_callback: called exactly once, by the driver's thread
-// (cuLaunchHostFunc) or, if the stream failed first, by the plugin with the
-// failure.
-struct HostCallback {
-  oar_host_callback_fn fn = nullptr;
-  void* user_data = nullptr;
-  oar_stream_s* stream = nullptr;
-  std::atomic<bool> claimed{false};
-  std::atomic<bool> done{false};
-};
-
-struct oar_stream_s {
-  oar_device_s* device = nullptr;
-  CUstream stream = nullptr;
-  // The index kernels' error word (operators.h, Launcher::error_word), and
-  // whether one ran since the word was last read.
-  CUdeviceptr error_word = 0;
-  bool check_error_word = false;
-  std::mutex mutex;  // guards failure and callbacks
-  oar::cuda::Failure failure;
-  std::vector<std::unique_ptr<HostCallback>> callbacks;
-};
-
-struct oar_event_s {
-  oar_device_s* device = nullptr;
-  CUevent event = nullptr;
-  bool timing = false;
-  bool recorded = false;
-  oar::cuda::Failure failure;  // of its stream's work before the record
-};
+struct oar_stream_s : oar::gpu::StreamState<oar::cuda::DriverApi> {};
+struct oar_event_s : oar::gpu::EventState<oar::cuda::DriverApi> {};
 
 // A member of an NCCL communicator on one device.
 struct oar_comm_s {
@@ -172,7 +200,7 @@ struct oar_device_s {
 
 namespace oar::cuda {
 
-class CudaPlugin final : public Launcher {
+class CudaPlugin final : public Launcher, public gpu::GpuStreams<CudaPlugin, DriverApi> {
  public:
   CudaPlugin() {
     const std::string why = discover();
@@ -524,23 +552,6 @@ class CudaPlugin final : public Launcher {
     release(device);
   }
 
-  void device_synchronize(oar_device_t device) {
-    require_device(device);
-    std::vector<oar_stream_s*> streams;
-    {
-      std::lock_guard<std::mutex> lock(device->mutex);
-      streams.assign(device->streams.begin(), device->streams.end());
-    }
-    Failure first;
-    for (oar_stream_s* stream : streams) {
-      Failure failure = synchronize(stream);
-      if (failure.failed() && !first.failed()) first = failure;
-    }
-    if (first.failed()) first.raise();
-    current(device);
-    check(driver_.cuCtxSynchronize(), "cuCtxSynchronize");
-  }
-
   void device_memory_info(oar_device_t device, uint64_t* out_free, uint64_t* out_total) {
     require_device(device);
     sdk::require_not_null(out_free, "out_free");
@@ -550,205 +561,6 @@ class CudaPlugin final : public Launcher {
     check(driver_.cuMemGetInfo(&free_bytes, &total_bytes), "cuMemGetInfo");
     *out_free = free_bytes;
     *out_total = total_bytes;
-  }
-
-  // --- streams ------------------------------------------------------------------
-
-  void stream_create(oar_device_t device, const oar_stream_desc_t* desc, oar_stream_t* out_stream) {
-    require_device(device);
-    sdk::check_stream_desc(desc);
-    sdk::require_not_null(out_stream, "out_stream");
-    current(device);
-    auto stream = std::make_unique<oar_stream_s>();
-    stream->device = device;
-    check(driver_.cuStreamCreate(&stream->stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
-    std::lock_guard<std::mutex> lock(device->mutex);
-    device->streams.insert(stream.get());
-    *out_stream = stream.release();
-  }
-
-  void stream_destroy(oar_stream_t stream) {
-    if (stream == nullptr) return;
-    oar_device_s* device = stream->device;
-    {
-      std::lock_guard<std::mutex> lock(device->mutex);
-      sdk::require(device->streams.erase(stream) == 1, OAR_STATUS_INVALID_ARGUMENT,
-                   "stream_destroy: not a stream of this plugin");
-    }
-    destroy_stream(stream);
-  }
-
-  void stream_synchronize(oar_stream_t stream) {
-    sdk::require_not_null(stream, "stream");
-    Failure failure = synchronize(stream);
-    if (failure.failed()) failure.raise();
-  }
-
-  void stream_query(oar_stream_t stream, bool* out_idle) {
-    sdk::require_not_null(stream, "stream");
-    sdk::require_not_null(out_idle, "out_idle");
-    raise_if_failed(stream);
-    current(stream->device);
-    CUresult result = driver_.cuStreamQuery(stream->stream);
-    if (result == CUDA_ERROR_NOT_READY) {
-      *out_idle = false;
-      return;
-    }
-    if (result != CUDA_SUCCESS) fail(stream, result, "cuStreamQuery").raise();
-    Failure failure = check_index_errors(stream);
-    if (failure.failed()) failure.raise();
-    *out_idle = true;
-  }
-
-  void stream_wait_event(oar_stream_t stream, oar_event_t event) {
-    sdk::require_not_null(stream, "stream");
-    sdk::require_not_null(event, "event");
-    sdk::require(event->recorded, OAR_STATUS_FAILED_PRECONDITION,
-                 "stream_wait_event: the event was never recorded");
-    sdk::require(event->device == stream->device, OAR_STATUS_INVALID_ARGUMENT,
-                 "stream_wait_event: the event belongs to another device");
-    current(stream->device);
-    enqueue(stream, driver_.cuStreamWaitEvent(stream->stream, event->event, 0),
-            "cuStreamWaitEvent");
-  }
-
-  void stream_add_host_callback(oar_stream_t stream, oar_host_callback_fn callback,
-                                void* user_data) {
-    sdk::require_not_null(stream, "stream");
-    sdk::require_not_null(callback, "callback");
-    auto entry = std::make_unique<HostCallback>();
-    entry->fn = callback;
-    entry->user_data = user_data;
-    entry->stream = stream;
-    HostCallback* raw = entry.get();
-    {
-      std::lock_guard<std::mutex> lock(stream->mutex);
-      // Forget the callbacks that have run (their trampolines have returned).
-      auto& list = stream->callbacks;
-      list.erase(
-          std::remove_if(list.begin(), list.end(),
-                         [](const std::unique_ptr<HostCallback>& c) { return c->done.load(); }),
-          list.end());
-      if (stream->failure.failed()) {
-        // The driver runs nothing more on a failed stream: call it now, after
-        // the lock, with the failure.
-        raw->claimed = true;
-      }
-      list.push_back(std::move(entry));
-    }
-    if (raw->claimed) {
-      run_callback(raw, failure_of(stream).code);
-      return;
-    }
-    current(stream->device);
-    CUresult result = driver_.cuLaunchHostFunc(stream->stream, &CudaPlugin::trampoline, raw);
-    if (result != CUDA_SUCCESS) {
-      raw->claimed = true;
-      raw->done = true;
-      enqueue(stream, result, "cuLaunchHostFunc");
-    }
-  }
-
-  // --- events -------------------------------------------------------------------
-
-  void event_create(oar_device_t device, uint32_t flags, oar_event_t* out_event) {
-    require_device(device);
-    sdk::check_event_flags(flags, true);
-    sdk::require_not_null(out_event, "out_event");
-    current(device);
-    auto event = std::make_unique<oar_event_s>();
-    event->device = device;
-    event->timing = (flags & OAR_EVENT_FLAG_TIMING) != 0;
-    check(driver_.cuEventCreate(&event->event,
-                                event->timing ? CU_EVENT_DEFAULT : CU_EVENT_DISABLE_TIMING),
-          "cuEventCreate");
-    std::lock_guard<std::mutex> lock(device->mutex);
-    device->events.insert(event.get());
-    *out_event = event.release();
-  }
-
-  void event_destroy(oar_event_t event) {
-    if (event == nullptr) return;
-    oar_device_s* device = event->device;
-    {
-      std::lock_guard<std::mutex> lock(device->mutex);
-      sdk::require(device->events.erase(event) == 1, OAR_STATUS_INVALID_ARGUMENT,
-                   "event_destroy: not an event of this plugin");
-    }
-    current(device);
-    driver_.cuEventDestroy(event->event);
-    delete event;
-  }
-
-  void event_record(oar_event_t event, oar_stream_t stream) {
-    sdk::require_not_null(event, "event");
-    sdk::require_not_null(stream, "stream");
-    sdk::require(event->device == stream->device, OAR_STATUS_INVALID_ARGUMENT,
-                 "event_record: the event and the stream belong to different devices");
-    current(stream->device);
-    event->failure = failure_of(stream);
-    event->recorded = true;
-    if (event->failure.failed()) return;
-    CUresult result = driver_.cuEventRecord(event->event, stream->stream);
-    if (result != CUDA_SUCCESS) {
-      event->failure = fail(stream, result, "cuEventRecord");
-      event->failure.raise();
-    }
-  }
-
-  void event_query(oar_event_t event, bool* out_done) {
-    sdk::require_not_null(event, "event");
-    sdk::require_not_null(out_done, "out_done");
-    if (!event->recorded) {
-      *out_done = true;
-      return;
-    }
-    if (event->failure.failed()) event->failure.raise();
-    current(event->device);
-    CUresult result = driver_.cuEventQuery(event->event);
-    if (result == CUDA_ERROR_NOT_READY) {
-      *out_done = false;
-      return;
-    }
-    if (result != CUDA_SUCCESS) {
-      event->failure = failure("cuEventQuery", result);
-      event->failure.raise();
-    }
-    *out_done = true;
-  }
-
-  void event_synchronize(oar_event_t event) {
-    sdk::require_not_null(event, "event");
-    if (!event->recorded) return;
-    if (event->failure.failed()) event->failure.raise();
-    current(event->device);
-    CUresult result = driver_.cuEventSynchronize(event->event);
-    if (result != CUDA_SUCCESS) {
-      event->failure = failure("cuEventSynchronize", result);
-      event->failure.raise();
-    }
-  }
-
-  void event_elapsed_ms(oar_event_t start, oar_event_t end, float* out_ms) {
-    sdk::require_not_null(start, "start");
-    sdk::require_not_null(end, "end");
-    sdk::require_not_null(out_ms, "out_ms");
-    for (oar_event_t event : {start, end}) {
-      sdk::require(event->timing, OAR_STATUS_FAILED_PRECONDITION,
-                   "event_elapsed_ms: an event was not created with OAR_EVENT_FLAG_TIMING");
-      sdk::require(event->recorded, OAR_STATUS_FAILED_PRECONDITION,
-                   "event_elapsed_ms: an event was never recorded");
-      if (event->failure.failed()) event->failure.raise();
-    }
-    sdk::require(start->device == end->device, OAR_STATUS_INVALID_ARGUMENT,
-                 "event_elapsed_ms: the events belong to different devices");
-    current(start->device);
-    float ms = 0.0f;
-    CUresult result = driver_.cuEventElapsedTime(&ms, start->event, end->event);
-    sdk::require(result != CUDA_ERROR_NOT_READY, OAR_STATUS_FAILED_PRECONDITION,
-                 "event_elapsed_ms: an event is not complete");
-    check(result, "cuEventElapsedTime");
-    *out_ms = ms;
   }
 
   // --- memory -------------------------------------------------------------------
@@ -1084,165 +896,30 @@ class CudaPlugin final : public Launcher {
     return CUdeviceptr(reinterpret_cast<uintptr_t>(memory)) + offset;
   }
 
-  Failure failure(const char* call, CUresult result) const {
-    return {status_of(result),
-            std::string("cuda: ") + call + " failed: " + driver_.error_text(result)};
-  }
-
-  void check(CUresult result, const char* call) const {
-    if (result != CUDA_SUCCESS) failure(call, result).raise();
-  }
-
-  void current(oar_device_s* device) const {
-    check(driver_.cuCtxSetCurrent(device->context), "cuCtxSetCurrent");
-  }
-
-  // The result of enqueuing work: a sticky error (a fault of earlier
-  // asynchronous work) fails the stream; any error throws.
-  void enqueue(oar_stream_s* stream, CUresult result, const char* call) {
-    if (result == CUDA_SUCCESS) return;
-    if (is_sticky(result)) fail(stream, result, call).raise();
-    failure(call, result).raise();
-  }
-
-  static Failure failure_of(oar_stream_s* stream) {
-    std::lock_guard<std::mutex> lock(stream->mutex);
-    return stream->failure;
-  }
-
-  static void raise_if_failed(oar_stream_s* stream) {
-    Failure failure = failure_of(stream);
-    if (failure.failed()) failure.raise();
-  }
-
-  // Puts |stream| into the failed state (the first failure stays) and calls,
-  // with the failure, the host callbacks the driver will not run any more.
-  Failure fail(oar_stream_s* stream, CUresult result, const char* call) {
-    std::vector<HostCallback*> orphans;
-    Failure failed;
-    {
-      std::lock_guard<std::mutex> lock(stream->mutex);
-      if (!stream->failure.failed()) stream->failure = failure(call, result);
-      failed = stream->failure;
-      if (is_sticky(result)) {
-        for (auto& c : stream->callbacks) {
-          if (!c->claimed.exchange(true)) orphans.push_back(c.get());
-        }
-      }
-    }
-    for (HostCallback* c : orphans) run_callback(c, failed.code);
-    return failed;
-  }
-
-  // Waits for |stream|'s work; returns its failure (the stream's state).
-  Failure synchronize(oar_stream_s* stream) {
-    Failure failure = failure_of(stream);
-    if (failure.failed()) return failure;
-    current(stream->device);
-    CUresult result = driver_.cuStreamSynchronize(stream->stream);
-    if (result != CUDA_SUCCESS) return fail(stream, result, "cuStreamSynchronize");
-    return check_index_errors(stream);
-  }
-
-  // After the stream's work is done: an index out of range an index kernel
-  // recorded fails the stream with OUT_OF_RANGE, naming the operator, the
-  // index and the bound (docs/ops.md, Errors).
-  Failure check_index_errors(oar_stream_s* stream) {
-    if (!stream->check_error_word) return {};
-    stream->check_error_word = false;
-    struct {
-      uint32_t flag;
-      int32_t op;
-      int64_t index;
-      int64_t bound;
-    } word{};
-    static_assert(sizeof word == kErrorWordSize, "kernels.cu's ErrorWord");
-    CUresult result =
-        driver_.cuMemcpyDtoHAsync(&word, stream->error_word, sizeof word, stream->stream);
-    if (result == CUDA_SUCCESS) result = driver_.cuStreamSynchronize(stream->stream);
-    if (result != CUDA_SUCCESS) return fail(stream, result, "reading the index error word");
-    if (word.flag == 0) return {};
-    std::lock_guard<std::mutex> lock(stream->mutex);
-    if (!stream->failure.failed()) {
-      stream->failure = {OAR_STATUS_OUT_OF_RANGE,
-                         std::string(word.op == 2 ? "gather" : "index_select") + ": index " +
-                             std::to_string(word.index) + " out of range [0, " +
-                             std::to_string(word.bound) + ")"};
-    }
-    return stream->failure;
-  }
-
-  static void run_callback(HostCallback* c, oar_status_t status) {
-    c->fn(c->user_data, status);
-    c->done = true;
-  }
-
-  // cuLaunchHostFunc's function: the driver calls it on its own thread once
-  // the stream's earlier work completed.
-  static void CUDA_CB trampoline(void* user_data) {
-    auto* c = static_cast<HostCallback*>(user_data);
-    if (c->claimed.exchange(true)) return;  // the plugin called it with a failure
-    run_callback(c, failure_of(c->stream).code);
-  }
-
   CUresult free_memory(oar_memory_t memory, uint32_t kind) const {
     return kind == OAR_MEMORY_KIND_DEVICE
                ? driver_.cuMemFree(CUdeviceptr(reinterpret_cast<uintptr_t>(memory)))
                : driver_.cuMemFreeHost(memory);
   }
 
-  // Synchronizes, settles the callbacks and destroys |stream| (already
-  // removed from its device). A pending asynchronous error is dropped.
-  void destroy_stream(oar_stream_s* stream) {
-    std::unique_ptr<oar_stream_s> owned(stream);
-    (void)synchronize(stream);
-    std::vector<HostCallback*> orphans;
-    {
-      std::lock_guard<std::mutex> lock(stream->mutex);
-      for (auto& c : stream->callbacks) {
-        if (!c->claimed.exchange(true)) orphans.push_back(c.get());
-      }
-    }
-    const oar_status_t status =
-        stream->failure.failed() ? stream->failure.code : OAR_STATUS_CANCELLED;
-    for (HostCallback* c : orphans) run_callback(c, status);
-    if (driver_.cuCtxSetCurrent(stream->device->context) == CUDA_SUCCESS) {
-      if (stream->error_word != 0) driver_.cuMemFree(stream->error_word);
-      driver_.cuStreamDestroy(stream->stream);
-    }
-  }
-
   // Shutdown order: streams, events, memory, module, context.
   void release(oar_device_s* device) {
-    std::unordered_set<oar_stream_s*> streams;
-    std::unordered_set<oar_event_s*> events;
-    {
-      std::lock_guard<std::mutex> lock(device->mutex);
-      streams.swap(device->streams);
-      events.swap(device->events);
-    }
-    for (oar_stream_s* stream : streams) destroy_stream(stream);
-    const bool usable = driver_.cuCtxSetCurrent(device->context) == CUDA_SUCCESS;
-    for (oar_event_s* event : events) {
-      if (usable) driver_.cuEventDestroy(event->event);
-      delete event;
-    }
+    const Closed closed = close_streams_and_events(device);
+    const bool usable = closed.usable;
     size_t leaked = 0;
     for (auto& [memory, allocation] : allocations_.take_all(device)) {
       if (usable) free_memory(static_cast<oar_memory_t>(memory), allocation.kind);
       ++leaked;
     }
-    if (!streams.empty() || !events.empty() || leaked != 0) {
-      sdk::log(OAR_LOG_LEVEL_WARNING,
-               "cuda: device " + std::to_string(device->index) + " closed with " +
-                   std::to_string(streams.size()) + " stream(s), " + std::to_string(events.size()) +
-                   " event(s) and " + std::to_string(leaked) + " allocation(s) still open");
-    }
+    warn_leaks(device->index, closed, leaked);
     if (usable && device->blas != nullptr) blas_.destroy(device->blas);
     if (usable && device->module != nullptr) driver_.cuModuleUnload(device->module);
     driver_.cuDevicePrimaryCtxRelease(device->device);
     delete device;
   }
+
+  friend class gpu::GpuStreams<CudaPlugin, DriverApi>;
+  DriverApi gpu_api() const { return {driver_}; }
 
   Driver driver_;  // first member: unloaded last
   Blas blas_;      // loaded at the first matmul; unloaded before the driver
@@ -1255,6 +932,14 @@ class CudaPlugin final : public Launcher {
   sdk::AllocationTable allocations_{"cuda", sdk::AllocationTable::Unknown::kRefuse};
   sdk::KernelTable table_;  // the registered operators (called until finalize)
 };
+
+DriverApi::Result DriverApi::make_current(const oar_device_s* device) const {
+  return driver.cuCtxSetCurrent(device->context);
+}
+
+void CUDA_CB DriverApi::host_function(void* callback) {
+  CudaPlugin::on_host_callback(static_cast<gpu::HostCallback*>(callback), OAR_STATUS_OK);
+}
 
 }  // namespace oar::cuda
 

@@ -16,11 +16,10 @@
 // hipStream_t / hipEvent_t. The runtime keeps a current device per thread:
 // every call makes the handle's device current first.
 //
-// Errors: a failed runtime call throws with the hipError_t's name. An error of
-// asynchronous work (a faulting kernel) fails the stream that reported it:
-// stream_synchronize / stream_query return it from then on, events recorded
-// afterwards carry it, and host callbacks that the runtime will no longer run
-// are called with it.
+// Errors: a failed runtime call throws with the hipError_t's name. Streams,
+// events, host callbacks and the asynchronous error model (a faulting kernel
+// fails its stream) are plugins/common/gpu_stream.h's, shared with the cuda
+// plugin; RuntimeApi below is the runtime's part of them.
 //
 // Shutdown order (device_close, and finalize for devices a host leaked): the
 // streams (synchronized, pending callbacks settled, destroyed), the events,
@@ -41,6 +40,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "gpu_stream.h"
 #include "kernels_image.h"
 #include "oar/dtype.hpp"
 #include "oar/oar.h"
@@ -60,8 +60,8 @@ using cuda::Gemm;
 using cuda::kBlock;
 using cuda::kMaxGrid;
 
-constexpr uint64_t kAlignment = 256;   // hipMalloc aligns to at least this
-constexpr size_t kErrorWordSize = 24;  // kernels.cu's ErrorWord
+constexpr uint64_t kAlignment = 256;  // hipMalloc aligns to at least this
+using gpu::kErrorWordSize;
 
 // The gfx targets of the embedded code objects ("gfx90a,gfx1030").
 std::vector<std::string> targets() {
@@ -138,48 +138,77 @@ bool is_sticky(hipError_t result) {
   }
 }
 
-// A failure: an OAR status and its message.
-struct Failure {
-  oar_status_t code = OAR_STATUS_OK;
-  std::string message;
-  bool failed() const { return code != OAR_STATUS_OK; }
-  [[noreturn]] void raise() const { throw sdk::Error(code, message); }
+// The HIP runtime as plugins/common/gpu_stream.h sees it.
+struct RuntimeApi {
+  using Result = hipError_t;
+  using Stream = hipStream_t;
+  using Event = hipEvent_t;
+  using DevicePtr = void*;
+  static constexpr Result kSuccess = hipSuccess;
+  static constexpr Result kNotReady = hipErrorNotReady;
+  static constexpr const char* kPlugin = "hip";
+  static constexpr const char* kMakeCurrent = "hipSetDevice";
+  static constexpr const char* kDeviceSynchronize = "hipDeviceSynchronize";
+  static constexpr const char* kStreamCreate = "hipStreamCreateWithFlags";
+  static constexpr const char* kStreamQuery = "hipStreamQuery";
+  static constexpr const char* kStreamSynchronize = "hipStreamSynchronize";
+  static constexpr const char* kStreamWaitEvent = "hipStreamWaitEvent";
+  static constexpr const char* kAddHostCallback = "hipStreamAddCallback";
+  static constexpr const char* kEventCreate = "hipEventCreateWithFlags";
+  static constexpr const char* kEventRecord = "hipEventRecord";
+  static constexpr const char* kEventQuery = "hipEventQuery";
+  static constexpr const char* kEventSynchronize = "hipEventSynchronize";
+  static constexpr const char* kEventElapsed = "hipEventElapsedTime";
+
+  static oar_status_t status_of(Result result) { return hip::status_of(result); }
+  static bool is_sticky(Result result) { return hip::is_sticky(result); }
+  std::string error_text(Result result) const { return runtime.error_text(result); }
+
+  Result make_current(const oar_device_s* device) const;
+  Result device_synchronize() const { return runtime.hipDeviceSynchronize(); }
+  Result stream_create(Stream* stream) const {
+    return runtime.hipStreamCreateWithFlags(stream, hipStreamNonBlocking);
+  }
+  Result stream_destroy(Stream stream) const { return runtime.hipStreamDestroy(stream); }
+  Result stream_query(Stream stream) const { return runtime.hipStreamQuery(stream); }
+  Result stream_synchronize(Stream stream) const { return runtime.hipStreamSynchronize(stream); }
+  Result stream_wait_event(Stream stream, Event event) const {
+    return runtime.hipStreamWaitEvent(stream, event, 0);
+  }
+  Result add_host_callback(Stream stream, gpu::HostCallback* callback) const {
+    return runtime.hipStreamAddCallback(stream, &host_function, callback, 0);
+  }
+  Result event_create(Event* event, bool timing) const {
+    return runtime.hipEventCreateWithFlags(event, timing ? hipEventDefault : hipEventDisableTiming);
+  }
+  Result event_destroy(Event event) const { return runtime.hipEventDestroy(event); }
+  Result event_record(Event event, Stream stream) const {
+    return runtime.hipEventRecord(event, stream);
+  }
+  Result event_query(Event event) const { return runtime.hipEventQuery(event); }
+  Result event_synchronize(Event event) const { return runtime.hipEventSynchronize(event); }
+  Result event_elapsed(float* ms, Event start, Event end) const {
+    return runtime.hipEventElapsedTime(ms, start, end);
+  }
+  Result copy_to_host(void* dst, DevicePtr src, size_t size, Stream stream) const {
+    return runtime.hipMemcpyDtoHAsync(dst, src, size, stream);
+  }
+  Result free(DevicePtr memory) const { return runtime.hipFree(memory); }
+
+  // hipStreamAddCallback's function: the runtime calls it on its own thread
+  // once the stream's earlier work completed (|status| their error, if any).
+  // (Debian's libamdhip64.so.5 5.2 does not export hipLaunchHostFunc.)
+  static void host_function(hipStream_t, hipError_t status, void* callback);
+
+  const Runtime& runtime;
 };
 
 }  // namespace oar::hip
 
 struct oar_device_s;
 
-// One stream_add_host_callback: called exactly once, by the runtime's thread
-// (hipStreamAddCallback) or, if the stream failed first, by the plugin with the
-// failure.
-struct HostCallback {
-  oar_host_callback_fn fn = nullptr;
-  void* user_data = nullptr;
-  oar_stream_s* stream = nullptr;
-  std::atomic<bool> claimed{false};
-  std::atomic<bool> done{false};
-};
-
-struct oar_stream_s {
-  oar_device_s* device = nullptr;
-  hipStream_t stream = nullptr;
-  // The index kernels' error word (operators.h, Launcher::error_word), and
-  // whether one ran since the word was last read.
-  void* error_word = nullptr;
-  bool check_error_word = false;
-  std::mutex mutex;  // guards failure and callbacks
-  oar::hip::Failure failure;
-  std::vector<std::unique_ptr<HostCallback>> callbacks;
-};
-
-struct oar_event_s {
-  oar_device_s* device = nullptr;
-  hipEvent_t event = nullptr;
-  bool timing = false;
-  bool recorded = false;
-  oar::hip::Failure failure;  // of its stream's work before the record
-};
+struct oar_stream_s : oar::gpu::StreamState<oar::hip::RuntimeApi> {};
+struct oar_event_s : oar::gpu::EventState<oar::hip::RuntimeApi> {};
 
 struct oar_device_s {
   int32_t index = 0;  // OAR's index
@@ -193,7 +222,7 @@ struct oar_device_s {
 
 namespace oar::hip {
 
-class HipPlugin final : public cuda::Launcher {
+class HipPlugin final : public cuda::Launcher, public gpu::GpuStreams<HipPlugin, RuntimeApi> {
  public:
   HipPlugin() {
     const std::string why = discover();
@@ -319,23 +348,6 @@ class HipPlugin final : public cuda::Launcher {
     release(device);
   }
 
-  void device_synchronize(oar_device_t device) {
-    require_device(device);
-    std::vector<oar_stream_s*> streams;
-    {
-      std::lock_guard<std::mutex> lock(device->mutex);
-      streams.assign(device->streams.begin(), device->streams.end());
-    }
-    Failure first;
-    for (oar_stream_s* stream : streams) {
-      Failure failure = synchronize(stream);
-      if (failure.failed() && !first.failed()) first = failure;
-    }
-    if (first.failed()) first.raise();
-    current(device);
-    check(runtime_.hipDeviceSynchronize(), "hipDeviceSynchronize");
-  }
-
   void device_memory_info(oar_device_t device, uint64_t* out_free, uint64_t* out_total) {
     require_device(device);
     sdk::require_not_null(out_free, "out_free");
@@ -345,205 +357,6 @@ class HipPlugin final : public cuda::Launcher {
     check(runtime_.hipMemGetInfo(&free_bytes, &total_bytes), "hipMemGetInfo");
     *out_free = free_bytes;
     *out_total = total_bytes;
-  }
-
-  // --- streams ------------------------------------------------------------------
-
-  void stream_create(oar_device_t device, const oar_stream_desc_t* desc, oar_stream_t* out_stream) {
-    require_device(device);
-    sdk::check_stream_desc(desc);
-    sdk::require_not_null(out_stream, "out_stream");
-    current(device);
-    auto stream = std::make_unique<oar_stream_s>();
-    stream->device = device;
-    check(runtime_.hipStreamCreateWithFlags(&stream->stream, hipStreamNonBlocking),
-          "hipStreamCreateWithFlags");
-    std::lock_guard<std::mutex> lock(device->mutex);
-    device->streams.insert(stream.get());
-    *out_stream = stream.release();
-  }
-
-  void stream_destroy(oar_stream_t stream) {
-    if (stream == nullptr) return;
-    oar_device_s* device = stream->device;
-    {
-      std::lock_guard<std::mutex> lock(device->mutex);
-      sdk::require(device->streams.erase(stream) == 1, OAR_STATUS_INVALID_ARGUMENT,
-                   "stream_destroy: not a stream of this plugin");
-    }
-    destroy_stream(stream);
-  }
-
-  void stream_synchronize(oar_stream_t stream) {
-    sdk::require_not_null(stream, "stream");
-    Failure failure = synchronize(stream);
-    if (failure.failed()) failure.raise();
-  }
-
-  void stream_query(oar_stream_t stream, bool* out_idle) {
-    sdk::require_not_null(stream, "stream");
-    sdk::require_not_null(out_idle, "out_idle");
-    raise_if_failed(stream);
-    current(stream->device);
-    hipError_t result = runtime_.hipStreamQuery(stream->stream);
-    if (result == hipErrorNotReady) {
-      *out_idle = false;
-      return;
-    }
-    if (result != hipSuccess) fail(stream, result, "hipStreamQuery").raise();
-    Failure failure = check_index_errors(stream);
-    if (failure.failed()) failure.raise();
-    *out_idle = true;
-  }
-
-  void stream_wait_event(oar_stream_t stream, oar_event_t event) {
-    sdk::require_not_null(stream, "stream");
-    sdk::require_not_null(event, "event");
-    sdk::require(event->recorded, OAR_STATUS_FAILED_PRECONDITION,
-                 "stream_wait_event: the event was never recorded");
-    sdk::require(event->device == stream->device, OAR_STATUS_INVALID_ARGUMENT,
-                 "stream_wait_event: the event belongs to another device");
-    current(stream->device);
-    enqueue(stream, runtime_.hipStreamWaitEvent(stream->stream, event->event, 0),
-            "hipStreamWaitEvent");
-  }
-
-  void stream_add_host_callback(oar_stream_t stream, oar_host_callback_fn callback,
-                                void* user_data) {
-    sdk::require_not_null(stream, "stream");
-    sdk::require_not_null(callback, "callback");
-    auto entry = std::make_unique<HostCallback>();
-    entry->fn = callback;
-    entry->user_data = user_data;
-    entry->stream = stream;
-    HostCallback* raw = entry.get();
-    {
-      std::lock_guard<std::mutex> lock(stream->mutex);
-      // Forget the callbacks that have run (their trampolines have returned).
-      auto& list = stream->callbacks;
-      list.erase(
-          std::remove_if(list.begin(), list.end(),
-                         [](const std::unique_ptr<HostCallback>& c) { return c->done.load(); }),
-          list.end());
-      // The runtime runs nothing more on a failed stream: call it now, after
-      // the lock, with the failure.
-      if (stream->failure.failed()) raw->claimed = true;
-      list.push_back(std::move(entry));
-    }
-    if (raw->claimed) {
-      run_callback(raw, failure_of(stream).code);
-      return;
-    }
-    current(stream->device);
-    hipError_t result =
-        runtime_.hipStreamAddCallback(stream->stream, &HipPlugin::trampoline, raw, 0);
-    if (result != hipSuccess) {
-      raw->claimed = true;
-      raw->done = true;
-      enqueue(stream, result, "hipStreamAddCallback");
-    }
-  }
-
-  // --- events -------------------------------------------------------------------
-
-  void event_create(oar_device_t device, uint32_t flags, oar_event_t* out_event) {
-    require_device(device);
-    sdk::check_event_flags(flags, true);
-    sdk::require_not_null(out_event, "out_event");
-    current(device);
-    auto event = std::make_unique<oar_event_s>();
-    event->device = device;
-    event->timing = (flags & OAR_EVENT_FLAG_TIMING) != 0;
-    check(runtime_.hipEventCreateWithFlags(&event->event,
-                                           event->timing ? hipEventDefault : hipEventDisableTiming),
-          "hipEventCreateWithFlags");
-    std::lock_guard<std::mutex> lock(device->mutex);
-    device->events.insert(event.get());
-    *out_event = event.release();
-  }
-
-  void event_destroy(oar_event_t event) {
-    if (event == nullptr) return;
-    oar_device_s* device = event->device;
-    {
-      std::lock_guard<std::mutex> lock(device->mutex);
-      sdk::require(device->events.erase(event) == 1, OAR_STATUS_INVALID_ARGUMENT,
-                   "event_destroy: not an event of this plugin");
-    }
-    current(device);
-    (void)runtime_.hipEventDestroy(event->event);
-    delete event;
-  }
-
-  void event_record(oar_event_t event, oar_stream_t stream) {
-    sdk::require_not_null(event, "event");
-    sdk::require_not_null(stream, "stream");
-    sdk::require(event->device == stream->device, OAR_STATUS_INVALID_ARGUMENT,
-                 "event_record: the event and the stream belong to different devices");
-    current(stream->device);
-    event->failure = failure_of(stream);
-    event->recorded = true;
-    if (event->failure.failed()) return;
-    hipError_t result = runtime_.hipEventRecord(event->event, stream->stream);
-    if (result != hipSuccess) {
-      event->failure = fail(stream, result, "hipEventRecord");
-      event->failure.raise();
-    }
-  }
-
-  void event_query(oar_event_t event, bool* out_done) {
-    sdk::require_not_null(event, "event");
-    sdk::require_not_null(out_done, "out_done");
-    if (!event->recorded) {
-      *out_done = true;
-      return;
-    }
-    if (event->failure.failed()) event->failure.raise();
-    current(event->device);
-    hipError_t result = runtime_.hipEventQuery(event->event);
-    if (result == hipErrorNotReady) {
-      *out_done = false;
-      return;
-    }
-    if (result != hipSuccess) {
-      event->failure = failure("hipEventQuery", result);
-      event->failure.raise();
-    }
-    *out_done = true;
-  }
-
-  void event_synchronize(oar_event_t event) {
-    sdk::require_not_null(event, "event");
-    if (!event->recorded) return;
-    if (event->failure.failed()) event->failure.raise();
-    current(event->device);
-    hipError_t result = runtime_.hipEventSynchronize(event->event);
-    if (result != hipSuccess) {
-      event->failure = failure("hipEventSynchronize", result);
-      event->failure.raise();
-    }
-  }
-
-  void event_elapsed_ms(oar_event_t start, oar_event_t end, float* out_ms) {
-    sdk::require_not_null(start, "start");
-    sdk::require_not_null(end, "end");
-    sdk::require_not_null(out_ms, "out_ms");
-    for (oar_event_t event : {start, end}) {
-      sdk::require(event->timing, OAR_STATUS_FAILED_PRECONDITION,
-                   "event_elapsed_ms: an event was not created with OAR_EVENT_FLAG_TIMING");
-      sdk::require(event->recorded, OAR_STATUS_FAILED_PRECONDITION,
-                   "event_elapsed_ms: an event was never recorded");
-      if (event->failure.failed()) event->failure.raise();
-    }
-    sdk::require(start->device == end->device, OAR_STATUS_INVALID_ARGUMENT,
-                 "event_elapsed_ms: the events belong to different devices");
-    current(start->device);
-    float ms = 0.0f;
-    hipError_t result = runtime_.hipEventElapsedTime(&ms, start->event, end->event);
-    sdk::require(result != hipErrorNotReady, OAR_STATUS_FAILED_PRECONDITION,
-                 "event_elapsed_ms: an event is not complete");
-    check(result, "hipEventElapsedTime");
-    *out_ms = ms;
   }
 
   // --- memory -------------------------------------------------------------------
@@ -745,163 +558,26 @@ class HipPlugin final : public cuda::Launcher {
     return static_cast<char*>(static_cast<void*>(memory)) + offset;
   }
 
-  Failure failure(const char* call, hipError_t result) const {
-    return {status_of(result),
-            std::string("hip: ") + call + " failed: " + runtime_.error_text(result)};
-  }
-
-  void check(hipError_t result, const char* call) const {
-    if (result != hipSuccess) failure(call, result).raise();
-  }
-
-  void current(oar_device_s* device) const {
-    check(runtime_.hipSetDevice(device->ordinal), "hipSetDevice");
-  }
-
-  // The result of enqueuing work: a sticky error (a fault of earlier
-  // asynchronous work) fails the stream; any error throws.
-  void enqueue(oar_stream_s* stream, hipError_t result, const char* call) {
-    if (result == hipSuccess) return;
-    if (is_sticky(result)) fail(stream, result, call).raise();
-    failure(call, result).raise();
-  }
-
-  static Failure failure_of(oar_stream_s* stream) {
-    std::lock_guard<std::mutex> lock(stream->mutex);
-    return stream->failure;
-  }
-
-  static void raise_if_failed(oar_stream_s* stream) {
-    Failure failure = failure_of(stream);
-    if (failure.failed()) failure.raise();
-  }
-
-  // Puts |stream| into the failed state (the first failure stays) and calls,
-  // with the failure, the host callbacks the runtime will not run any more.
-  Failure fail(oar_stream_s* stream, hipError_t result, const char* call) {
-    std::vector<HostCallback*> orphans;
-    Failure failed;
-    {
-      std::lock_guard<std::mutex> lock(stream->mutex);
-      if (!stream->failure.failed()) stream->failure = failure(call, result);
-      failed = stream->failure;
-      if (is_sticky(result)) {
-        for (auto& c : stream->callbacks) {
-          if (!c->claimed.exchange(true)) orphans.push_back(c.get());
-        }
-      }
-    }
-    for (HostCallback* c : orphans) run_callback(c, failed.code);
-    return failed;
-  }
-
-  // Waits for |stream|'s work; returns its failure (the stream's state).
-  Failure synchronize(oar_stream_s* stream) {
-    Failure failure = failure_of(stream);
-    if (failure.failed()) return failure;
-    current(stream->device);
-    hipError_t result = runtime_.hipStreamSynchronize(stream->stream);
-    if (result != hipSuccess) return fail(stream, result, "hipStreamSynchronize");
-    return check_index_errors(stream);
-  }
-
-  // After the stream's work is done: an index out of range an index kernel
-  // recorded fails the stream with OUT_OF_RANGE, naming the operator, the
-  // index and the bound (docs/ops.md, Errors).
-  Failure check_index_errors(oar_stream_s* stream) {
-    if (!stream->check_error_word) return {};
-    stream->check_error_word = false;
-    struct {
-      uint32_t flag;
-      int32_t op;
-      int64_t index;
-      int64_t bound;
-    } word{};
-    static_assert(sizeof word == kErrorWordSize, "kernels.cu's ErrorWord");
-    hipError_t result =
-        runtime_.hipMemcpyDtoHAsync(&word, stream->error_word, sizeof word, stream->stream);
-    if (result == hipSuccess) result = runtime_.hipStreamSynchronize(stream->stream);
-    if (result != hipSuccess) return fail(stream, result, "reading the index error word");
-    if (word.flag == 0) return {};
-    std::lock_guard<std::mutex> lock(stream->mutex);
-    if (!stream->failure.failed()) {
-      stream->failure = {OAR_STATUS_OUT_OF_RANGE,
-                         std::string(word.op == 2 ? "gather" : "index_select") + ": index " +
-                             std::to_string(word.index) + " out of range [0, " +
-                             std::to_string(word.bound) + ")"};
-    }
-    return stream->failure;
-  }
-
-  static void run_callback(HostCallback* c, oar_status_t status) {
-    c->fn(c->user_data, status);
-    c->done = true;
-  }
-
-  // hipStreamAddCallback's function: the runtime calls it on its own thread
-  // once the stream's earlier work completed (|status| their error, if any).
-  // (Debian's libamdhip64.so.5 5.2 does not export hipLaunchHostFunc.)
-  static void trampoline(hipStream_t, hipError_t status, void* user_data) {
-    auto* c = static_cast<HostCallback*>(user_data);
-    if (c->claimed.exchange(true)) return;  // the plugin called it with a failure
-    const oar_status_t failed = failure_of(c->stream).code;
-    run_callback(c, failed != OAR_STATUS_OK ? failed : status_of(status));
-  }
-
   hipError_t free_memory(oar_memory_t memory, uint32_t kind) const {
     return kind == OAR_MEMORY_KIND_DEVICE ? runtime_.hipFree(memory) : runtime_.hipHostFree(memory);
   }
 
-  // Synchronizes, settles the callbacks and destroys |stream| (already
-  // removed from its device). A pending asynchronous error is dropped.
-  void destroy_stream(oar_stream_s* stream) {
-    std::unique_ptr<oar_stream_s> owned(stream);
-    (void)synchronize(stream);
-    std::vector<HostCallback*> orphans;
-    {
-      std::lock_guard<std::mutex> lock(stream->mutex);
-      for (auto& c : stream->callbacks) {
-        if (!c->claimed.exchange(true)) orphans.push_back(c.get());
-      }
-    }
-    const oar_status_t status =
-        stream->failure.failed() ? stream->failure.code : OAR_STATUS_CANCELLED;
-    for (HostCallback* c : orphans) run_callback(c, status);
-    if (runtime_.hipSetDevice(stream->device->ordinal) == hipSuccess) {
-      if (stream->error_word != nullptr) (void)runtime_.hipFree(stream->error_word);
-      (void)runtime_.hipStreamDestroy(stream->stream);
-    }
-  }
-
   // Shutdown order: streams, events, memory, module.
   void release(oar_device_s* device) {
-    std::unordered_set<oar_stream_s*> streams;
-    std::unordered_set<oar_event_s*> events;
-    {
-      std::lock_guard<std::mutex> lock(device->mutex);
-      streams.swap(device->streams);
-      events.swap(device->events);
-    }
-    for (oar_stream_s* stream : streams) destroy_stream(stream);
-    const bool usable = runtime_.hipSetDevice(device->ordinal) == hipSuccess;
-    for (oar_event_s* event : events) {
-      if (usable) (void)runtime_.hipEventDestroy(event->event);
-      delete event;
-    }
+    const Closed closed = close_streams_and_events(device);
+    const bool usable = closed.usable;
     size_t leaked = 0;
     for (auto& [memory, allocation] : allocations_.take_all(device)) {
       if (usable) (void)free_memory(static_cast<oar_memory_t>(memory), allocation.kind);
       ++leaked;
     }
-    if (!streams.empty() || !events.empty() || leaked != 0) {
-      sdk::log(OAR_LOG_LEVEL_WARNING,
-               "hip: device " + std::to_string(device->index) + " closed with " +
-                   std::to_string(streams.size()) + " stream(s), " + std::to_string(events.size()) +
-                   " event(s) and " + std::to_string(leaked) + " allocation(s) still open");
-    }
+    warn_leaks(device->index, closed, leaked);
     if (usable && device->module != nullptr) (void)runtime_.hipModuleUnload(device->module);
     delete device;
   }
+
+  friend class gpu::GpuStreams<HipPlugin, RuntimeApi>;
+  RuntimeApi gpu_api() const { return {runtime_}; }
 
   Runtime runtime_;  // first member: unloaded last
   std::vector<DeviceInfo> devices_;
@@ -910,6 +586,14 @@ class HipPlugin final : public cuda::Launcher {
   sdk::AllocationTable allocations_{"hip", sdk::AllocationTable::Unknown::kRefuse};
   sdk::KernelTable table_;  // the registered operators (called until finalize)
 };
+
+RuntimeApi::Result RuntimeApi::make_current(const oar_device_s* device) const {
+  return runtime.hipSetDevice(device->ordinal);
+}
+
+void RuntimeApi::host_function(hipStream_t, hipError_t status, void* callback) {
+  HipPlugin::on_host_callback(static_cast<gpu::HostCallback*>(callback), status_of(status));
+}
 
 }  // namespace oar::hip
 

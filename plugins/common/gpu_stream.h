@@ -1,0 +1,487 @@
+// Streams, events and host callbacks for the plugins that drive a CUDA-like
+// runtime: plugins/cuda (the CUDA driver API) and plugins/hip (the HIP
+// runtime). Both runtimes have the same model: in-order streams, events with
+// optional timing, host functions run by the runtime's thread, and "sticky"
+// errors of asynchronous work. This file maps that model onto OAR's once.
+//
+// A plugin describes its runtime with an Api struct (types, constants and the
+// calls, each a thin wrapper that returns the runtime's result):
+//
+//   struct Api {
+//     using Result, Stream, Event, DevicePtr;
+//     static constexpr Result kSuccess, kNotReady;
+//     static constexpr const char* kPlugin;      // "cuda": prefixes messages
+//     static constexpr const char* kStreamCreate, ...;  // the calls' names
+//     static oar_status_t status_of(Result);
+//     static bool is_sticky(Result);   // an error of asynchronous work
+//     std::string error_text(Result) const;
+//     Result make_current(const oar_device_s*) const;  // and the calls below
+//   };
+//
+// and derives from GpuStreams<Plugin, Api> (it gives GpuStreams its Api with a
+// member `Api gpu_api() const`). Its handle types are
+//   struct oar_stream_s : gpu::StreamState<Api> {};
+//   struct oar_event_s : gpu::EventState<Api> {};
+// and its oar_device_s has `std::mutex mutex` and the sets `streams` and
+// `events`. The runtime's host function calls GpuStreams::on_host_callback.
+//
+// Errors: a failed runtime call throws with the result's name. An error of
+// asynchronous work fails the stream that reported it, as OAR's stream model
+// says: stream_synchronize / stream_query return it from then on, events
+// recorded afterwards carry it, and host callbacks that the runtime will no
+// longer run are called with it.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "oar/oar.h"
+#include "oar/sdk/plugin.hpp"
+
+struct oar_device_s;
+struct oar_stream_s;
+struct oar_event_s;
+
+namespace oar::gpu {
+
+// The size of the index kernels' error word (kernels.cu's ErrorWord).
+constexpr size_t kErrorWordSize = 24;
+
+// A failure: an OAR status and its message.
+struct Failure {
+  oar_status_t code = OAR_STATUS_OK;
+  std::string message;
+  bool failed() const { return code != OAR_STATUS_OK; }
+  [[noreturn]] void raise() const { throw sdk::Error(code, message); }
+};
+
+// One stream_add_host_callback: called exactly once, by the runtime's thread
+// or, if the stream failed first, by the plugin with the failure.
+struct HostCallback {
+  oar_host_callback_fn fn = nullptr;
+  void* user_data = nullptr;
+  oar_stream_s* stream = nullptr;
+  std::atomic<bool> claimed{false};
+  std::atomic<bool> done{false};
+};
+
+template <class Api>
+struct StreamState {
+  oar_device_s* device = nullptr;
+  typename Api::Stream stream{};
+  // The index kernels' error word (operators.h, Launcher::error_word), and
+  // whether one ran since the word was last read.
+  typename Api::DevicePtr error_word{};
+  bool check_error_word = false;
+  std::mutex mutex;  // guards failure and callbacks
+  Failure failure;
+  std::vector<std::unique_ptr<HostCallback>> callbacks;
+};
+
+template <class Api>
+struct EventState {
+  oar_device_s* device = nullptr;
+  typename Api::Event event{};
+  bool timing = false;
+  bool recorded = false;
+  Failure failure;  // of its stream's work before the record
+};
+
+// The handle types a plugin defines, named through its class so that
+// GpuStreams reads them only once they are complete.
+template <class Plugin>
+struct Handles {
+  using Device = oar_device_s;
+  using Stream = oar_stream_s;
+  using Event = oar_event_s;
+};
+
+template <class Plugin, class Api>
+class GpuStreams {
+ public:
+  using Result = typename Api::Result;
+  // The plugin's handle types (dependent names: complete when used).
+  using Device = typename Handles<Plugin>::Device;
+  using Stream = typename Handles<Plugin>::Stream;
+  using Event = typename Handles<Plugin>::Event;
+
+  // --- devices ------------------------------------------------------------------
+
+  void device_synchronize(Device* device) {
+    sdk::require_not_null(device, "device");
+    std::vector<Stream*> streams;
+    {
+      std::lock_guard<std::mutex> lock(device->mutex);
+      streams.assign(device->streams.begin(), device->streams.end());
+    }
+    Failure first;
+    for (Stream* stream : streams) {
+      Failure failure = synchronize(stream);
+      if (failure.failed() && !first.failed()) first = failure;
+    }
+    if (first.failed()) first.raise();
+    current(device);
+    check(api().device_synchronize(), Api::kDeviceSynchronize);
+  }
+
+  // --- streams ------------------------------------------------------------------
+
+  void stream_create(Device* device, const oar_stream_desc_t* desc, Stream** out_stream) {
+    sdk::require_not_null(device, "device");
+    sdk::check_stream_desc(desc);
+    sdk::require_not_null(out_stream, "out_stream");
+    current(device);
+    auto stream = std::make_unique<Stream>();
+    stream->device = device;
+    check(api().stream_create(&stream->stream), Api::kStreamCreate);
+    std::lock_guard<std::mutex> lock(device->mutex);
+    device->streams.insert(stream.get());
+    *out_stream = stream.release();
+  }
+
+  void stream_destroy(Stream* stream) {
+    if (stream == nullptr) return;
+    Device* device = stream->device;
+    {
+      std::lock_guard<std::mutex> lock(device->mutex);
+      sdk::require(device->streams.erase(stream) == 1, OAR_STATUS_INVALID_ARGUMENT,
+                   "stream_destroy: not a stream of this plugin");
+    }
+    destroy_stream(stream);
+  }
+
+  void stream_synchronize(Stream* stream) {
+    sdk::require_not_null(stream, "stream");
+    Failure failure = synchronize(stream);
+    if (failure.failed()) failure.raise();
+  }
+
+  void stream_query(Stream* stream, bool* out_idle) {
+    sdk::require_not_null(stream, "stream");
+    sdk::require_not_null(out_idle, "out_idle");
+    raise_if_failed(stream);
+    current(stream->device);
+    Result result = api().stream_query(stream->stream);
+    if (result == Api::kNotReady) {
+      *out_idle = false;
+      return;
+    }
+    if (result != Api::kSuccess) fail(stream, result, Api::kStreamQuery).raise();
+    Failure failure = check_index_errors(stream);
+    if (failure.failed()) failure.raise();
+    *out_idle = true;
+  }
+
+  void stream_wait_event(Stream* stream, Event* event) {
+    sdk::require_not_null(stream, "stream");
+    sdk::require_not_null(event, "event");
+    sdk::require(event->recorded, OAR_STATUS_FAILED_PRECONDITION,
+                 "stream_wait_event: the event was never recorded");
+    sdk::require(event->device == stream->device, OAR_STATUS_INVALID_ARGUMENT,
+                 "stream_wait_event: the event belongs to another device");
+    current(stream->device);
+    enqueue(stream, api().stream_wait_event(stream->stream, event->event), Api::kStreamWaitEvent);
+  }
+
+  void stream_add_host_callback(Stream* stream, oar_host_callback_fn callback, void* user_data) {
+    sdk::require_not_null(stream, "stream");
+    sdk::require_not_null(callback, "callback");
+    auto entry = std::make_unique<HostCallback>();
+    entry->fn = callback;
+    entry->user_data = user_data;
+    entry->stream = stream;
+    HostCallback* raw = entry.get();
+    {
+      std::lock_guard<std::mutex> lock(stream->mutex);
+      // Forget the callbacks that have run (their host functions have returned).
+      auto& list = stream->callbacks;
+      list.erase(
+          std::remove_if(list.begin(), list.end(),
+                         [](const std::unique_ptr<HostCallback>& c) { return c->done.load(); }),
+          list.end());
+      // The runtime runs nothing more on a failed stream: call it now, after
+      // the lock, with the failure.
+      if (stream->failure.failed()) raw->claimed = true;
+      list.push_back(std::move(entry));
+    }
+    if (raw->claimed) {
+      run_callback(raw, failure_of(stream).code);
+      return;
+    }
+    current(stream->device);
+    Result result = api().add_host_callback(stream->stream, raw);
+    if (result != Api::kSuccess) {
+      raw->claimed = true;
+      raw->done = true;
+      enqueue(stream, result, Api::kAddHostCallback);
+    }
+  }
+
+  // The runtime's host function for |c|, run once the stream's earlier work
+  // completed (|status|: the error of that work the runtime reports, if any).
+  static void on_host_callback(HostCallback* c, oar_status_t status) {
+    if (c->claimed.exchange(true)) return;  // the plugin called it with a failure
+    const oar_status_t failed = failure_of(c->stream).code;
+    run_callback(c, failed != OAR_STATUS_OK ? failed : status);
+  }
+
+  // --- events -------------------------------------------------------------------
+
+  void event_create(Device* device, uint32_t flags, Event** out_event) {
+    sdk::require_not_null(device, "device");
+    sdk::check_event_flags(flags, true);
+    sdk::require_not_null(out_event, "out_event");
+    current(device);
+    auto event = std::make_unique<Event>();
+    event->device = device;
+    event->timing = (flags & OAR_EVENT_FLAG_TIMING) != 0;
+    check(api().event_create(&event->event, event->timing), Api::kEventCreate);
+    std::lock_guard<std::mutex> lock(device->mutex);
+    device->events.insert(event.get());
+    *out_event = event.release();
+  }
+
+  void event_destroy(Event* event) {
+    if (event == nullptr) return;
+    Device* device = event->device;
+    {
+      std::lock_guard<std::mutex> lock(device->mutex);
+      sdk::require(device->events.erase(event) == 1, OAR_STATUS_INVALID_ARGUMENT,
+                   "event_destroy: not an event of this plugin");
+    }
+    current(device);
+    (void)api().event_destroy(event->event);
+    delete event;
+  }
+
+  void event_record(Event* event, Stream* stream) {
+    sdk::require_not_null(event, "event");
+    sdk::require_not_null(stream, "stream");
+    sdk::require(event->device == stream->device, OAR_STATUS_INVALID_ARGUMENT,
+                 "event_record: the event and the stream belong to different devices");
+    current(stream->device);
+    event->failure = failure_of(stream);
+    event->recorded = true;
+    if (event->failure.failed()) return;
+    Result result = api().event_record(event->event, stream->stream);
+    if (result != Api::kSuccess) {
+      event->failure = fail(stream, result, Api::kEventRecord);
+      event->failure.raise();
+    }
+  }
+
+  void event_query(Event* event, bool* out_done) {
+    sdk::require_not_null(event, "event");
+    sdk::require_not_null(out_done, "out_done");
+    if (!event->recorded) {
+      *out_done = true;
+      return;
+    }
+    if (event->failure.failed()) event->failure.raise();
+    current(event->device);
+    Result result = api().event_query(event->event);
+    if (result == Api::kNotReady) {
+      *out_done = false;
+      return;
+    }
+    if (result != Api::kSuccess) {
+      event->failure = failure(Api::kEventQuery, result);
+      event->failure.raise();
+    }
+    *out_done = true;
+  }
+
+  void event_synchronize(Event* event) {
+    sdk::require_not_null(event, "event");
+    if (!event->recorded) return;
+    if (event->failure.failed()) event->failure.raise();
+    current(event->device);
+    Result result = api().event_synchronize(event->event);
+    if (result != Api::kSuccess) {
+      event->failure = failure(Api::kEventSynchronize, result);
+      event->failure.raise();
+    }
+  }
+
+  void event_elapsed_ms(Event* start, Event* end, float* out_ms) {
+    sdk::require_not_null(start, "start");
+    sdk::require_not_null(end, "end");
+    sdk::require_not_null(out_ms, "out_ms");
+    for (Event* event : {start, end}) {
+      sdk::require(event->timing, OAR_STATUS_FAILED_PRECONDITION,
+                   "event_elapsed_ms: an event was not created with OAR_EVENT_FLAG_TIMING");
+      sdk::require(event->recorded, OAR_STATUS_FAILED_PRECONDITION,
+                   "event_elapsed_ms: an event was never recorded");
+      if (event->failure.failed()) event->failure.raise();
+    }
+    sdk::require(start->device == end->device, OAR_STATUS_INVALID_ARGUMENT,
+                 "event_elapsed_ms: the events belong to different devices");
+    current(start->device);
+    float ms = 0.0f;
+    Result result = api().event_elapsed(&ms, start->event, end->event);
+    sdk::require(result != Api::kNotReady, OAR_STATUS_FAILED_PRECONDITION,
+                 "event_elapsed_ms: an event is not complete");
+    check(result, Api::kEventElapsed);
+    *out_ms = ms;
+  }
+
+ protected:
+  // What device_close does first: the streams (synchronized, pending
+  // callbacks settled, destroyed), then the events.
+  struct Closed {
+    bool usable = false;  // the device could be made current afterwards
+    size_t streams = 0, events = 0;
+  };
+
+  Closed close_streams_and_events(Device* device) {
+    std::unordered_set<Stream*> streams;
+    std::unordered_set<Event*> events;
+    {
+      std::lock_guard<std::mutex> lock(device->mutex);
+      streams.swap(device->streams);
+      events.swap(device->events);
+    }
+    for (Stream* stream : streams) destroy_stream(stream);
+    Closed closed;
+    closed.usable = api().make_current(device) == Api::kSuccess;
+    for (Event* event : events) {
+      if (closed.usable) (void)api().event_destroy(event->event);
+      delete event;
+    }
+    closed.streams = streams.size();
+    closed.events = events.size();
+    return closed;
+  }
+
+  // Warns of the handles a host left open on a device it closed.
+  static void warn_leaks(int32_t index, const Closed& closed, size_t allocations) {
+    if (closed.streams == 0 && closed.events == 0 && allocations == 0) return;
+    sdk::log(OAR_LOG_LEVEL_WARNING,
+             std::string(Api::kPlugin) + ": device " + std::to_string(index) + " closed with " +
+                 std::to_string(closed.streams) + " stream(s), " + std::to_string(closed.events) +
+                 " event(s) and " + std::to_string(allocations) + " allocation(s) still open");
+  }
+
+  Failure failure(const char* call, Result result) const {
+    return {Api::status_of(result),
+            std::string(Api::kPlugin) + ": " + call + " failed: " + api().error_text(result)};
+  }
+
+  void check(Result result, const char* call) const {
+    if (result != Api::kSuccess) failure(call, result).raise();
+  }
+
+  void current(const Device* device) const { check(api().make_current(device), Api::kMakeCurrent); }
+
+  // The result of enqueuing work: a sticky error (a fault of earlier
+  // asynchronous work) fails the stream; any error throws.
+  void enqueue(Stream* stream, Result result, const char* call) {
+    if (result == Api::kSuccess) return;
+    if (Api::is_sticky(result)) fail(stream, result, call).raise();
+    failure(call, result).raise();
+  }
+
+  static Failure failure_of(Stream* stream) {
+    std::lock_guard<std::mutex> lock(stream->mutex);
+    return stream->failure;
+  }
+
+  static void raise_if_failed(Stream* stream) {
+    Failure failure = failure_of(stream);
+    if (failure.failed()) failure.raise();
+  }
+
+  // Puts |stream| into the failed state (the first failure stays) and calls,
+  // with the failure, the host callbacks the runtime will not run any more.
+  Failure fail(Stream* stream, Result result, const char* call) {
+    std::vector<HostCallback*> orphans;
+    Failure failed;
+    {
+      std::lock_guard<std::mutex> lock(stream->mutex);
+      if (!stream->failure.failed()) stream->failure = failure(call, result);
+      failed = stream->failure;
+      if (Api::is_sticky(result)) {
+        for (auto& c : stream->callbacks) {
+          if (!c->claimed.exchange(true)) orphans.push_back(c.get());
+        }
+      }
+    }
+    for (HostCallback* c : orphans) run_callback(c, failed.code);
+    return failed;
+  }
+
+  // Waits for |stream|'s work; returns its failure (the stream's state).
+  Failure synchronize(Stream* stream) {
+    Failure failure = failure_of(stream);
+    if (failure.failed()) return failure;
+    current(stream->device);
+    Result result = api().stream_synchronize(stream->stream);
+    if (result != Api::kSuccess) return fail(stream, result, Api::kStreamSynchronize);
+    return check_index_errors(stream);
+  }
+
+  // After the stream's work is done: an index out of range an index kernel
+  // recorded fails the stream with OUT_OF_RANGE, naming the operator, the
+  // index and the bound (docs/ops.md, Errors).
+  Failure check_index_errors(Stream* stream) {
+    if (!stream->check_error_word) return {};
+    stream->check_error_word = false;
+    struct {
+      uint32_t flag;
+      int32_t op;
+      int64_t index;
+      int64_t bound;
+    } word{};
+    static_assert(sizeof word == kErrorWordSize, "kernels.cu's ErrorWord");
+    Result result = api().copy_to_host(&word, stream->error_word, sizeof word, stream->stream);
+    if (result == Api::kSuccess) result = api().stream_synchronize(stream->stream);
+    if (result != Api::kSuccess) return fail(stream, result, "reading the index error word");
+    if (word.flag == 0) return {};
+    std::lock_guard<std::mutex> lock(stream->mutex);
+    if (!stream->failure.failed()) {
+      stream->failure = {OAR_STATUS_OUT_OF_RANGE,
+                         std::string(word.op == 2 ? "gather" : "index_select") + ": index " +
+                             std::to_string(word.index) + " out of range [0, " +
+                             std::to_string(word.bound) + ")"};
+    }
+    return stream->failure;
+  }
+
+  static void run_callback(HostCallback* c, oar_status_t status) {
+    c->fn(c->user_data, status);
+    c->done = true;
+  }
+
+  // Synchronizes, settles the callbacks and destroys |stream| (already
+  // removed from its device). A pending asynchronous error is dropped.
+  void destroy_stream(Stream* stream) {
+    std::unique_ptr<Stream> owned(stream);
+    (void)synchronize(stream);
+    std::vector<HostCallback*> orphans;
+    {
+      std::lock_guard<std::mutex> lock(stream->mutex);
+      for (auto& c : stream->callbacks) {
+        if (!c->claimed.exchange(true)) orphans.push_back(c.get());
+      }
+    }
+    const oar_status_t status =
+        stream->failure.failed() ? stream->failure.code : OAR_STATUS_CANCELLED;
+    for (HostCallback* c : orphans) run_callback(c, status);
+    if (api().make_current(stream->device) == Api::kSuccess) {
+      if (stream->error_word != typename Api::DevicePtr{}) (void)api().free(stream->error_word);
+      (void)api().stream_destroy(stream->stream);
+    }
+  }
+
+ private:
+  Api api() const { return static_cast<const Plugin*>(this)->gpu_api(); }
+};
+
+}  // namespace oar::gpu
