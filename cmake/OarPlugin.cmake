@@ -22,6 +22,30 @@
 # the tree, find_package(oar CONFIG REQUIRED) includes it.
 set(OAR_PLUGIN_CMAKE_DIR "${CMAKE_CURRENT_LIST_DIR}")
 
+# "MAJOR.MINOR" of the C ABI headers (OAR_ABI_MAJOR/OAR_ABI_MINOR in
+# oar/plugin.h of oar::headers) in <out>: the ABI the plugin is built against,
+# which its manifest declares (docs/abi.md, "Manifests").
+function(_oar_headers_abi out)
+  get_target_property(dirs oar::headers INTERFACE_INCLUDE_DIRECTORIES)
+  foreach(dir IN LISTS dirs)
+    string(REGEX REPLACE "^\\$<BUILD_INTERFACE:(.*)>$" "\\1" dir "${dir}")
+    if(dir MATCHES "^\\$<" OR NOT EXISTS "${dir}/oar/plugin.h")
+      continue()
+    endif()
+    file(STRINGS "${dir}/oar/plugin.h" lines REGEX "^#define OAR_ABI_(MAJOR|MINOR) [0-9]+")
+    string(REGEX MATCH "OAR_ABI_MAJOR ([0-9]+)" major "${lines}")
+    set(major "${CMAKE_MATCH_1}")
+    string(REGEX MATCH "OAR_ABI_MINOR ([0-9]+)" minor "${lines}")
+    set(minor "${CMAKE_MATCH_1}")
+    if(NOT major STREQUAL "" AND NOT minor STREQUAL "")
+      set(${out} "${major}.${minor}" PARENT_SCOPE)
+      return()
+    endif()
+  endforeach()
+  message(FATAL_ERROR "oar_add_plugin: no OAR_ABI_MAJOR/OAR_ABI_MINOR found in oar/plugin.h "
+                      "of oar::headers (${dirs})")
+endfunction()
+
 function(oar_add_plugin name)
   cmake_parse_arguments(ARG "NO_INSTALL;ALLOW_UNDEFINED" "MANIFEST_DIR;OUTPUT_DIR" "SOURCES;LIBRARIES" ${ARGN})
   if(NOT TARGET oar::plugin_sdk)
@@ -73,7 +97,7 @@ function(oar_add_plugin name)
     set(ARG_MANIFEST_DIR "${PROJECT_BINARY_DIR}/${OAR_MANIFEST_INSTALL_DIR}")
   endif()
   set(OAR_MANIFEST_NAME ${name})
-  set(OAR_MANIFEST_ABI "1.0")
+  _oar_headers_abi(OAR_MANIFEST_ABI)
   file(RELATIVE_PATH OAR_MANIFEST_LIBRARY "${ARG_MANIFEST_DIR}"
        "${ARG_OUTPUT_DIR}/liboar_plugin_${name}.so")
   configure_file("${OAR_PLUGIN_CMAKE_DIR}/manifest.json.in" "${ARG_MANIFEST_DIR}/${name}.json" @ONLY)
