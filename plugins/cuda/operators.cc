@@ -2,7 +2,8 @@
 // calling thread (tensors inside allocations of the call's device, attributes
 // the kernels cannot take), then becomes one launch. Tensors arrive
 // contiguous except copy's input (docs/ops.md, Contiguity); binary operators,
-// comparisons and where broadcast through a Geo of element strides.
+// comparisons and where broadcast through a Geo of element strides. The hip
+// plugin compiles this file too: messages name the plugin (OAR_PLUGIN_NAME).
 #include "operators.h"
 
 #include <string>
@@ -53,7 +54,8 @@ std::string tag(DLDataType t) {
     case ops::kI64:
       return "i64";
     default:
-      throw sdk::Error(OAR_STATUS_INVALID_ARGUMENT, "cuda: no kernel for dtype " + dtype_name(t));
+      throw sdk::Error(OAR_STATUS_INVALID_ARGUMENT,
+                       OAR_PLUGIN_NAME ": no kernel for dtype " + dtype_name(t));
   }
 }
 
@@ -61,7 +63,7 @@ std::string tag(DLDataType t) {
 std::string width(DLDataType t) {
   const int bits = t.bits * t.lanes;
   sdk::require(bits == 8 || bits == 16 || bits == 32 || bits == 64, OAR_STATUS_INVALID_ARGUMENT,
-               "cuda: no kernel moves " + std::to_string(bits) + "-bit elements");
+               OAR_PLUGIN_NAME ": no kernel moves " + std::to_string(bits) + "-bit elements");
   return "b" + std::to_string(bits);
 }
 
