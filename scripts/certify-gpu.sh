@@ -9,7 +9,8 @@
 #   scripts/certify-gpu.sh [REPORT_DIR]     (default: ./oar-gpu-report)
 #   scripts/certify-gpu.sh hip [REPORT_DIR]  the same for the hip plugin on an AMD
 #       GPU or Hygon DCU with ROCm 5.x (build-gpu-hip; all gfx targets; its
-#       operators are the cuda plugin's, so are its expectations; no benchmarks yet)
+#       operators are the cuda plugin's, so are its expectations,
+#       plugins/cuda/conformance.json; no benchmarks yet)
 #   scripts/certify-gpu.sh level_zero [REPORT_DIR]  the same for the level_zero
 #       plugin on an Intel GPU with its Level Zero driver (build-gpu-level_zero;
 #       its own expectations, plugins/level_zero/conformance.json; no benchmarks yet)
