@@ -82,6 +82,9 @@ class Adapter {
   void* add_host(std::unique_ptr<oar::Buffer> buffer, void* address);
   // Frees host memory add_host gave; false for an unknown address.
   bool free_host(void* address);
+  // 2: |address| is an OAR pinned buffer add_host holds, 1: plain host
+  // memory it holds, 0: unknown (for the tests).
+  int host_kind(const void* address);
   // Unified memory (unified_memory_allocate, devices offering
   // OAR_MEMORY_KIND_UNIFIED): the host address is also what kernels get, so
   // it resolves like device memory (resolve() looks here after the

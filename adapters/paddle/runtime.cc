@@ -177,6 +177,13 @@ bool Adapter::free_host(void* address) {
   return true;
 }
 
+int Adapter::host_kind(const void* address) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = host_.find(reinterpret_cast<uintptr_t>(address));
+  if (it == host_.end()) return 0;
+  return it->second ? 2 : 1;
+}
+
 void* Adapter::add_unified(std::unique_ptr<oar::Buffer> buffer, uint64_t size, int device) {
   void* address = buffer->host_address();
   auto range = std::make_unique<AddressSpace::Range>();
@@ -1107,6 +1114,14 @@ extern "C" __attribute__((visibility("default"))) const void* const* oar_paddle_
                                       reinterpret_cast<const void*>(&unified_memory_deallocate),
                                       reinterpret_cast<const void*>(&device_memory_set)};
   return slots;
+}
+
+// For the adapter's tests: where host memory from host_memory_allocate came
+// from (2: OAR pinned memory, 1: plain host memory, 0: not the adapter's).
+extern "C" __attribute__((visibility("default"))) int oar_paddle_host_memory_kind(
+    const void* address) {
+  oar_paddle::Adapter* adapter = oar_paddle::Adapter::get();
+  return adapter != nullptr ? adapter->host_kind(address) : 0;
 }
 
 // For the adapter's tests: whether the xccl_* slots are served (the adapter

@@ -196,9 +196,17 @@ def test_host_memory_is_usable_host_memory_and_bad_frees_are_errors(capfd):
         assert ctypes.string_at(p.value, n) == b"\xa5" * n
         ptrs.append((p.value, size))
     assert len({p for p, _ in ptrs}) == len(ptrs)
+    # OAR's pinned memory where the device offers it (the cpu plugin lists
+    # OAR_MEMORY_KIND_HOST_PINNED; sim, opencl and vulkan do not).
+    lib = ctypes.CDLL(os.path.join(os.environ.get("CUSTOM_DEVICE_ROOT", ""),
+                                   "libpaddle-custom-oar.so"))
+    kind = lib.oar_paddle_host_memory_kind
+    kind.argtypes = [ctypes.c_void_p]
+    assert {kind(p) for p, _ in ptrs} == {2 if PLUGIN == "cpu" else 1}
     for p, size in ptrs:
         assert host_free(ctypes.byref(dev), p, size) == C_SUCCESS
     # Freeing twice, or memory the adapter did not give, is an error, not a crash.
+    assert kind(ptrs[0][0]) == 0  # freed
     assert host_free(ctypes.byref(dev), ptrs[-1][0], 0) == C_ERROR
     assert host_free(ctypes.byref(dev), ctypes.addressof(dev), 0) == C_ERROR
     assert "free of unknown host memory" in capfd.readouterr().err
