@@ -596,7 +596,7 @@ void attention_softmax(F* scores, int64_t rows, int64_t width, Seen&& seen) {
 typedef float F32x16 __attribute__((vector_size(64)));
 
 constexpr int64_t kQueryBlock = 64;
-constexpr int64_t kKeyBlock = 64;
+constexpr int64_t kKeyBlock = 128;
 constexpr int64_t kTileColumns = 32;  // register tiles: rows x 2 vectors
 
 // Register tiles of 8 rows (16 accumulators) where the processor has
@@ -718,14 +718,14 @@ inline __attribute__((always_inline)) void flash_attention_block(const float* q,
       const float previous = m[i], b = block_max[i];
       const float now = b > previous || b != b ? b : previous;
       shift[i] = now == -kInf ? 0.0f : now;  // all -inf so far: their e^-inf = 0
-      alpha[i] = limit[i] > 0 ? exp_f32(previous - shift[i]) : 1.0f;
+      alpha[i] = limit[i] > 0 ? exp_nonpositive_f32(previous - shift[i]) : 1.0f;
       m[i] = limit[i] > 0 ? now : previous;
     }
     if (all_visible) {
       for (int64_t j = 0; j < width; ++j) {
         float* row = st + j * cols;
         for (int64_t i = 0; i < cols; ++i) {
-          const float e = exp_f32(row[i] - shift[i]);
+          const float e = exp_nonpositive_f32(row[i] - shift[i]);
           row[i] = e;
           block_sum[i] += e;
         }
@@ -735,7 +735,7 @@ inline __attribute__((always_inline)) void flash_attention_block(const float* q,
         float* row = st + j * cols;
         const float jf = float(j);
         for (int64_t i = 0; i < cols; ++i) {
-          const float e = jf < limit[i] ? exp_f32(row[i] - shift[i]) : 0.0f;
+          const float e = jf < limit[i] ? exp_nonpositive_f32(row[i] - shift[i]) : 0.0f;
           row[i] = e;
           block_sum[i] += e;
         }

@@ -18,12 +18,13 @@ namespace oar::cpu {
 // polynomial on |r| <= ln 2 / 2, then 2^n built from its exponent bits in two
 // factors so that results down to the subnormals are formed. Overflow gives
 // +inf, x < -104 gives 0 (e^-104 is below f32's smallest subnormal), NaN gives
-// NaN.
-template <bool kExtra>
+// NaN. Without kOverflow, x must not be above 0 (softmax's x - max): the same
+// values without the overflow's comparisons.
+template <bool kExtra, bool kOverflow = true>
 inline float exp_f32_split(float x, float lo) {
   constexpr float kHigh = 88.72283935546875f;  // above it e^x overflows f32
   constexpr float kLow = -104.0f;
-  const float clamped = x > kHigh ? kHigh : (x < kLow ? kLow : x);  // NaN stays NaN
+  const float clamped = kOverflow && x > kHigh ? kHigh : (x < kLow ? kLow : x);  // NaN stays NaN
   // n = round(x / ln 2) by adding 1.5 * 2^23: the sum's low mantissa bits are n.
   // A NaN takes n = 0 (its bits would make the integer steps overflow); r
   // stays NaN, and so does the result.
@@ -56,11 +57,16 @@ inline float exp_f32_split(float x, float lo) {
   std::memcpy(&scale1, &scale1_bits, sizeof scale1);
   std::memcpy(&scale2, &scale2_bits, sizeof scale2);
   const float result = e * scale1 * scale2;
+  if constexpr (!kOverflow) return x < kLow ? 0.0f : result;
   return x > kHigh ? std::numeric_limits<float>::infinity() : (x < kLow ? 0.0f : result);
 }
 
 // e^x in f32 within 2 ulp for normal results (vmath_test.cc).
 inline float exp_f32(float x) { return exp_f32_split<false>(x, 0.0f); }
+
+// exp_f32(x) for x <= 0 or NaN (x = -0 included), e.g. a score less its
+// row's maximum.
+inline float exp_nonpositive_f32(float x) { return exp_f32_split<false, false>(x, 0.0f); }
 
 // gelu(x) = x Phi(x) = x (1 + erf(x / sqrt 2)) / 2 in f32, within 6 ulp of the
 // correctly rounded result for every f32 x, subnormal results included

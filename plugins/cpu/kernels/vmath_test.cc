@@ -58,6 +58,15 @@ TEST(VmathTest, ExpOfSpecialValues) {
   EXPECT_TRUE(std::isnan(exp_f32(from_bits(0xffc12345u))));  // a negative NaN with payload
 }
 
+TEST(VmathTest, ExpNonpositiveIsExpBelowZero) {
+  for (uint32_t bits = 0x80000000u; bits <= 0xff800000u; bits += 4093) {
+    const float x = from_bits(bits);  // -0 to -inf
+    EXPECT_EQ(exp_nonpositive_f32(x), exp_f32(x)) << "at x = " << x;
+  }
+  EXPECT_EQ(exp_nonpositive_f32(-std::numeric_limits<float>::infinity()), 0.0f);
+  EXPECT_TRUE(std::isnan(exp_nonpositive_f32(std::numeric_limits<float>::quiet_NaN())));
+}
+
 // Distance in representable f32 values between two finite floats of any
 // signs (+0 and -0 are one value).
 int64_t signed_ulps(float a, float b) {
