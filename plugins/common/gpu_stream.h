@@ -1,8 +1,9 @@
-// Streams, events and host callbacks for the plugins that drive a CUDA-like
-// runtime: plugins/cuda (the CUDA driver API) and plugins/hip (the HIP
-// runtime). Both runtimes have the same model: in-order streams, events with
-// optional timing, host functions run by the runtime's thread, and "sticky"
-// errors of asynchronous work. This file maps that model onto OAR's once.
+// Streams, events, host callbacks and memory for the plugins that drive a
+// CUDA-like runtime: plugins/cuda (the CUDA driver API) and plugins/hip (the
+// HIP runtime). Both runtimes have the same model: in-order streams, events
+// with optional timing, host functions run by the runtime's thread, "sticky"
+// errors of asynchronous work, and device or pinned host allocations that are
+// plain addresses. This file maps that model onto OAR's once.
 //
 // A plugin describes its runtime with an Api struct (types, constants and the
 // calls, each a thin wrapper that returns the runtime's result):
@@ -19,11 +20,14 @@
 //   };
 //
 // and derives from GpuStreams<Plugin, Api> (it gives GpuStreams its Api with a
-// member `Api gpu_api() const`). Its handle types are
+// member `Api gpu_api() const`, and each device's properties with
+// `const oar_device_properties_t& properties(const oar_device_s*) const`).
+// Its handle types are
 //   struct oar_stream_s : gpu::StreamState<Api> {};
 //   struct oar_event_s : gpu::EventState<Api> {};
-// and its oar_device_s has `std::mutex mutex` and the sets `streams` and
-// `events`. The runtime's host function calls GpuStreams::on_host_callback.
+// and its oar_device_s has `index`, `std::mutex mutex` and the sets `streams`
+// and `events`. Memory handles are the allocations' addresses (allocations_
+// records them). The runtime's host function calls GpuStreams::on_host_callback.
 //
 // Errors: a failed runtime call throws with the result's name. An error of
 // asynchronous work fails the stream that reported it, as OAR's stream model
@@ -43,6 +47,8 @@
 #include <vector>
 
 #include "oar/oar.h"
+#include "oar/sdk/allocation_table.hpp"
+#include "oar/sdk/kernel.hpp"
 #include "oar/sdk/plugin.hpp"
 
 struct oar_device_s;
@@ -332,15 +338,123 @@ class GpuStreams {
     *out_ms = ms;
   }
 
+  // --- memory -------------------------------------------------------------------
+
+  void device_memory_info(Device* device, uint64_t* out_free, uint64_t* out_total) {
+    sdk::require_not_null(device, "device");
+    sdk::require_not_null(out_free, "out_free");
+    sdk::require_not_null(out_total, "out_total");
+    current(device);
+    size_t free_bytes = 0, total_bytes = 0;
+    check(api().mem_get_info(&free_bytes, &total_bytes), Api::kMemGetInfo);
+    *out_free = free_bytes;
+    *out_total = total_bytes;
+  }
+
+  void memory_allocate(Device* device, uint64_t size, uint32_t kind, oar_memory_t* out_memory) {
+    sdk::require_not_null(device, "device");
+    sdk::require_not_null(out_memory, "out_memory");
+    const oar_device_properties_t& p = static_cast<const Plugin*>(this)->properties(device);
+    sdk::require(kind == OAR_MEMORY_KIND_DEVICE || kind == OAR_MEMORY_KIND_HOST_PINNED,
+                 OAR_STATUS_INVALID_ARGUMENT,
+                 "memory_allocate: kind " + std::to_string(kind) +
+                     " is not one the device lists (DEVICE, HOST_PINNED)");
+    sdk::require(size <= p.max_allocation_size, OAR_STATUS_INVALID_ARGUMENT,
+                 "memory_allocate: " + std::to_string(size) + " bytes exceed max_allocation_size " +
+                     std::to_string(p.max_allocation_size));
+    current(device);
+    const size_t bytes = size == 0 ? 1 : size_t(size);  // a zero-size handle is still unique
+    void* address = nullptr;
+    if (kind == OAR_MEMORY_KIND_DEVICE) {
+      check(api().alloc_device(&address, bytes), Api::kAllocDevice);
+    } else {
+      check(api().alloc_host(&address, bytes), Api::kAllocHost);
+    }
+    allocations_.insert(address, {size, kind, device});
+    *out_memory = static_cast<oar_memory_t>(address);
+  }
+
+  void memory_free(Device* device, oar_memory_t memory) {
+    if (memory == nullptr) return;
+    sdk::require_not_null(device, "device");
+    sdk::AllocationTable::Allocation allocation = allocations_.erase(memory, device);
+    current(device);
+    check(free_memory(memory, allocation.kind), "memory_free");
+  }
+
+  void memory_host_address(Device* device, oar_memory_t memory, void** out_address) {
+    sdk::require_not_null(device, "device");
+    sdk::require_not_null(out_address, "out_address");
+    sdk::AllocationTable::Allocation allocation;
+    sdk::require(allocations_.find(memory, &allocation) && allocation.device == device,
+                 OAR_STATUS_INVALID_ARGUMENT,
+                 "memory_host_address: not an allocation of this device");
+    sdk::require(allocation.kind == OAR_MEMORY_KIND_HOST_PINNED, OAR_STATUS_INVALID_ARGUMENT,
+                 "memory_host_address: the allocation is device memory, not host-visible");
+    *out_address = memory;
+  }
+
+  void memory_copy_h2d(Stream* stream, oar_memory_t dst, uint64_t dst_offset, const void* src,
+                       uint64_t size) {
+    sdk::require_not_null(stream, "stream");
+    allocations_.check_range(dst, dst_offset, size, "memory_copy_h2d destination");
+    if (size == 0) return;
+    sdk::require_not_null(src, "memory_copy_h2d source");
+    raise_if_failed(stream);
+    current(stream->device);
+    enqueue(stream,
+            api().copy_to_device(Api::address(dst, dst_offset), src, size_t(size), stream->stream),
+            Api::kCopyToDevice);
+  }
+
+  void memory_copy_d2h(Stream* stream, void* dst, oar_memory_t src, uint64_t src_offset,
+                       uint64_t size) {
+    sdk::require_not_null(stream, "stream");
+    allocations_.check_range(src, src_offset, size, "memory_copy_d2h source");
+    if (size == 0) return;
+    sdk::require_not_null(dst, "memory_copy_d2h destination");
+    raise_if_failed(stream);
+    current(stream->device);
+    enqueue(stream,
+            api().copy_to_host(dst, Api::address(src, src_offset), size_t(size), stream->stream),
+            Api::kCopyToHost);
+  }
+
+  void memory_copy_d2d(Stream* stream, oar_memory_t dst, uint64_t dst_offset, oar_memory_t src,
+                       uint64_t src_offset, uint64_t size) {
+    sdk::require_not_null(stream, "stream");
+    allocations_.check_range(dst, dst_offset, size, "memory_copy_d2d destination");
+    allocations_.check_range(src, src_offset, size, "memory_copy_d2d source");
+    const auto to = Api::address(dst, dst_offset);
+    const auto from = Api::address(src, src_offset);
+    const uintptr_t to_address = uintptr_t(to), from_address = uintptr_t(from);
+    if (size == 0 || to_address == from_address) return;  // identical ranges: nothing to move
+    sdk::require(to_address + size <= from_address || from_address + size <= to_address,
+                 OAR_STATUS_INVALID_ARGUMENT,
+                 "memory_copy_d2d: source and destination ranges partly overlap");
+    raise_if_failed(stream);
+    current(stream->device);
+    enqueue(stream, api().copy_on_device(to, from, size_t(size), stream->stream),
+            Api::kCopyOnDevice);
+  }
+
+  void memory_fill(Stream* stream, oar_memory_t dst, uint64_t dst_offset, uint8_t value,
+                   uint64_t size) {
+    sdk::require_not_null(stream, "stream");
+    allocations_.check_range(dst, dst_offset, size, "memory_fill destination");
+    if (size == 0) return;
+    raise_if_failed(stream);
+    current(stream->device);
+    enqueue(stream, api().fill(Api::address(dst, dst_offset), value, size_t(size), stream->stream),
+            Api::kFill);
+  }
+
  protected:
   // What device_close does first: the streams (synchronized, pending
-  // callbacks settled, destroyed), then the events.
-  struct Closed {
-    bool usable = false;  // the device could be made current afterwards
-    size_t streams = 0, events = 0;
-  };
-
-  Closed close_streams_and_events(Device* device) {
+  // callbacks settled, destroyed), the events, then the allocations, with a
+  // warning if the host left any of them open. Returns whether the device
+  // could be made current (and so its module can be unloaded).
+  bool close_handles(Device* device) {
     std::unordered_set<Stream*> streams;
     std::unordered_set<Event*> events;
     {
@@ -349,24 +463,55 @@ class GpuStreams {
       events.swap(device->events);
     }
     for (Stream* stream : streams) destroy_stream(stream);
-    Closed closed;
-    closed.usable = api().make_current(device) == Api::kSuccess;
+    const bool usable = api().make_current(device) == Api::kSuccess;
     for (Event* event : events) {
-      if (closed.usable) (void)api().event_destroy(event->event);
+      if (usable) (void)api().event_destroy(event->event);
       delete event;
     }
-    closed.streams = streams.size();
-    closed.events = events.size();
-    return closed;
+    size_t leaked = 0;
+    for (auto& [memory, allocation] : allocations_.take_all(device)) {
+      if (usable) (void)free_memory(static_cast<oar_memory_t>(memory), allocation.kind);
+      ++leaked;
+    }
+    if (!streams.empty() || !events.empty() || leaked != 0) {
+      sdk::log(OAR_LOG_LEVEL_WARNING, std::string(Api::kPlugin) + ": device " +
+                                          std::to_string(device->index) + " closed with " +
+                                          std::to_string(streams.size()) + " stream(s), " +
+                                          std::to_string(events.size()) + " event(s) and " +
+                                          std::to_string(leaked) + " allocation(s) still open");
+    }
+    return usable;
   }
 
-  // Warns of the handles a host left open on a device it closed.
-  static void warn_leaks(int32_t index, const Closed& closed, size_t allocations) {
-    if (closed.streams == 0 && closed.events == 0 && allocations == 0) return;
-    sdk::log(OAR_LOG_LEVEL_WARNING,
-             std::string(Api::kPlugin) + ": device " + std::to_string(index) + " closed with " +
-                 std::to_string(closed.streams) + " stream(s), " + std::to_string(closed.events) +
-                 " event(s) and " + std::to_string(allocations) + " allocation(s) still open");
+  // Launcher::check_tensor: |t| lies inside an allocation of the call's device.
+  void check_call_tensor(const oar_kernel_call_t& call, const DLTensor& t, const char* what) const {
+    sdk::AllocationTable::Allocation allocation;
+    sdk::require(
+        allocations_.find(t.data, &allocation) && allocation.device == call.device,
+        OAR_STATUS_INVALID_ARGUMENT,
+        std::string(Api::kPlugin) + ": the " + what + " tensor is not memory of the call's device");
+    allocations_.check_tensor(t, what);
+  }
+
+  // Launcher::error_word: the address of |stream|'s error word, allocated
+  // and zeroed at the first index kernel; it is read after the stream's work.
+  uint64_t stream_error_word(Stream* stream) {
+    sdk::require_not_null(stream, "stream");
+    current(stream->device);
+    if (stream->error_word == typename Api::DevicePtr{}) {
+      void* address = nullptr;
+      check(api().alloc_device(&address, kErrorWordSize), Api::kAllocDevice);
+      stream->error_word = Api::address(static_cast<oar_memory_t>(address), 0);
+      enqueue(stream, api().fill(stream->error_word, 0, kErrorWordSize, stream->stream),
+              Api::kFill);
+    }
+    stream->check_error_word = true;
+    return uint64_t(uintptr_t(stream->error_word));
+  }
+
+  Result free_memory(oar_memory_t memory, uint32_t kind) const {
+    return kind == OAR_MEMORY_KIND_DEVICE ? api().free(Api::address(memory, 0))
+                                          : api().free_host(memory);
   }
 
   Failure failure(const char* call, Result result) const {
@@ -479,6 +624,8 @@ class GpuStreams {
       (void)api().stream_destroy(stream->stream);
     }
   }
+
+  sdk::AllocationTable allocations_{Api::kPlugin, sdk::AllocationTable::Unknown::kRefuse};
 
  private:
   Api api() const { return static_cast<const Plugin*>(this)->gpu_api(); }

@@ -50,7 +50,6 @@ namespace sdk = oar::sdk;
 // The oldest GPU the embedded kernels run on (their lowest SASS and PTX).
 constexpr int kMinComputeCapability = 80;
 constexpr uint64_t kAlignment = 256;  // cuMemAlloc aligns to at least this
-using gpu::kErrorWordSize;
 
 // What a failure of the driver becomes in OAR's codes.
 oar_status_t status_of(CUresult result) {
@@ -129,6 +128,14 @@ struct DriverApi {
   static constexpr const char* kEventSynchronize = "cuEventSynchronize";
   static constexpr const char* kEventElapsed = "cuEventElapsedTime";
 
+  static constexpr const char* kMemGetInfo = "cuMemGetInfo";
+  static constexpr const char* kAllocDevice = "cuMemAlloc";
+  static constexpr const char* kAllocHost = "cuMemHostAlloc";
+  static constexpr const char* kCopyToDevice = "cuMemcpyHtoDAsync";
+  static constexpr const char* kCopyToHost = "cuMemcpyDtoHAsync";
+  static constexpr const char* kCopyOnDevice = "cuMemcpyAsync";
+  static constexpr const char* kFill = "cuMemsetD8Async";
+
   static oar_status_t status_of(Result result) { return cuda::status_of(result); }
   static bool is_sticky(Result result) { return cuda::is_sticky(result); }
   std::string error_text(Result result) const { return driver.error_text(result); }
@@ -163,6 +170,31 @@ struct DriverApi {
     return driver.cuMemcpyDtoHAsync(dst, src, size, stream);
   }
   Result free(DevicePtr memory) const { return driver.cuMemFree(memory); }
+  Result free_host(void* memory) const { return driver.cuMemFreeHost(memory); }
+  Result mem_get_info(size_t* free, size_t* total) const {
+    return driver.cuMemGetInfo(free, total);
+  }
+  Result alloc_device(void** address, size_t size) const {
+    CUdeviceptr pointer = 0;
+    const Result result = driver.cuMemAlloc(&pointer, size);
+    *address = reinterpret_cast<void*>(uintptr_t(pointer));
+    return result;
+  }
+  Result alloc_host(void** address, size_t size) const {
+    return driver.cuMemHostAlloc(address, size, CU_MEMHOSTALLOC_PORTABLE);
+  }
+  Result copy_to_device(DevicePtr dst, const void* src, size_t size, Stream stream) const {
+    return driver.cuMemcpyHtoDAsync(dst, src, size, stream);
+  }
+  Result copy_on_device(DevicePtr dst, DevicePtr src, size_t size, Stream stream) const {
+    return driver.cuMemcpyAsync(dst, src, size, stream);
+  }
+  Result fill(DevicePtr dst, uint8_t value, size_t size, Stream stream) const {
+    return driver.cuMemsetD8Async(dst, value, size, stream);
+  }
+  static DevicePtr address(oar_memory_t memory, uint64_t offset) {
+    return CUdeviceptr(reinterpret_cast<uintptr_t>(memory)) + offset;
+  }
 
   // cuLaunchHostFunc's function: the driver calls it on its own thread once
   // the stream's earlier work completed.
@@ -227,11 +259,7 @@ class CudaPlugin final : public Launcher, public gpu::GpuStreams<CudaPlugin, Dri
 
   void check_tensor(const oar_kernel_call_t& call, const DLTensor& t,
                     const char* what) const override {
-    sdk::AllocationTable::Allocation allocation;
-    sdk::require(allocations_.find(t.data, &allocation) && allocation.device == call.device,
-                 OAR_STATUS_INVALID_ARGUMENT,
-                 std::string("cuda: the ") + what + " tensor is not memory of the call's device");
-    allocations_.check_tensor(t, what);
+    check_call_tensor(call, t, what);
   }
 
   // One launch of |kernel| on the call's stream, its parameters packed in one
@@ -307,17 +335,7 @@ class CudaPlugin final : public Launcher, public gpu::GpuStreams<CudaPlugin, Dri
   }
 
   uint64_t error_word(const oar_kernel_call_t& call) override {
-    oar_stream_s* stream = call.stream;
-    sdk::require_not_null(stream, "stream");
-    current(stream->device);
-    if (stream->error_word == 0) {
-      check(driver_.cuMemAlloc(&stream->error_word, kErrorWordSize), "cuMemAlloc");
-      enqueue(stream,
-              driver_.cuMemsetD8Async(stream->error_word, 0, kErrorWordSize, stream->stream),
-              "cuMemsetD8Async");
-    }
-    stream->check_error_word = true;
-    return stream->error_word;
+    return stream_error_word(call.stream);
   }
 
   // --- collectives (NCCL, collectives.h) ---------------------------------------------------
@@ -552,104 +570,7 @@ class CudaPlugin final : public Launcher, public gpu::GpuStreams<CudaPlugin, Dri
     release(device);
   }
 
-  void device_memory_info(oar_device_t device, uint64_t* out_free, uint64_t* out_total) {
-    require_device(device);
-    sdk::require_not_null(out_free, "out_free");
-    sdk::require_not_null(out_total, "out_total");
-    current(device);
-    size_t free_bytes = 0, total_bytes = 0;
-    check(driver_.cuMemGetInfo(&free_bytes, &total_bytes), "cuMemGetInfo");
-    *out_free = free_bytes;
-    *out_total = total_bytes;
-  }
-
-  // --- memory -------------------------------------------------------------------
-
-  void memory_allocate(oar_device_t device, uint64_t size, uint32_t kind,
-                       oar_memory_t* out_memory) {
-    require_device(device);
-    sdk::require_not_null(out_memory, "out_memory");
-    const oar_device_properties_t& p = devices_[size_t(device->index)].properties;
-    sdk::require(kind == OAR_MEMORY_KIND_DEVICE || kind == OAR_MEMORY_KIND_HOST_PINNED,
-                 OAR_STATUS_INVALID_ARGUMENT,
-                 "memory_allocate: kind " + std::to_string(kind) +
-                     " is not one the device lists (DEVICE, HOST_PINNED)");
-    sdk::require(size <= p.max_allocation_size, OAR_STATUS_INVALID_ARGUMENT,
-                 "memory_allocate: " + std::to_string(size) + " bytes exceed max_allocation_size " +
-                     std::to_string(p.max_allocation_size));
-    current(device);
-    const size_t bytes = size == 0 ? 1 : size_t(size);  // a zero-size handle is still unique
-    void* address = nullptr;
-    if (kind == OAR_MEMORY_KIND_DEVICE) {
-      CUdeviceptr pointer = 0;
-      check(driver_.cuMemAlloc(&pointer, bytes), "cuMemAlloc");
-      address = reinterpret_cast<void*>(uintptr_t(pointer));
-    } else {
-      check(driver_.cuMemHostAlloc(&address, bytes, CU_MEMHOSTALLOC_PORTABLE), "cuMemHostAlloc");
-    }
-    allocations_.insert(address, {size, kind, device});
-    *out_memory = static_cast<oar_memory_t>(address);
-  }
-
-  void memory_free(oar_device_t device, oar_memory_t memory) {
-    if (memory == nullptr) return;
-    require_device(device);
-    sdk::AllocationTable::Allocation allocation = allocations_.erase(memory, device);
-    current(device);
-    check(free_memory(memory, allocation.kind), "memory_free");
-  }
-
-  void memory_host_address(oar_device_t device, oar_memory_t memory, void** out_address) {
-    require_device(device);
-    sdk::require_not_null(out_address, "out_address");
-    sdk::AllocationTable::Allocation allocation;
-    sdk::require(allocations_.find(memory, &allocation) && allocation.device == device,
-                 OAR_STATUS_INVALID_ARGUMENT,
-                 "memory_host_address: not an allocation of this device");
-    sdk::require(allocation.kind == OAR_MEMORY_KIND_HOST_PINNED, OAR_STATUS_INVALID_ARGUMENT,
-                 "memory_host_address: the allocation is device memory, not host-visible");
-    *out_address = memory;
-  }
-
-  void memory_copy_h2d(oar_stream_t stream, oar_memory_t dst, uint64_t dst_offset, const void* src,
-                       uint64_t size) {
-    sdk::require_not_null(stream, "stream");
-    allocations_.check_range(dst, dst_offset, size, "memory_copy_h2d destination");
-    if (size == 0) return;
-    sdk::require_not_null(src, "memory_copy_h2d source");
-    raise_if_failed(stream);
-    current(stream->device);
-    enqueue(stream,
-            driver_.cuMemcpyHtoDAsync(address(dst, dst_offset), src, size_t(size), stream->stream),
-            "cuMemcpyHtoDAsync");
-  }
-
-  void memory_copy_d2h(oar_stream_t stream, void* dst, oar_memory_t src, uint64_t src_offset,
-                       uint64_t size) {
-    sdk::require_not_null(stream, "stream");
-    allocations_.check_range(src, src_offset, size, "memory_copy_d2h source");
-    if (size == 0) return;
-    sdk::require_not_null(dst, "memory_copy_d2h destination");
-    raise_if_failed(stream);
-    current(stream->device);
-    enqueue(stream,
-            driver_.cuMemcpyDtoHAsync(dst, address(src, src_offset), size_t(size), stream->stream),
-            "cuMemcpyDtoHAsync");
-  }
-
-  void memory_copy_d2d(oar_stream_t stream, oar_memory_t dst, uint64_t dst_offset, oar_memory_t src,
-                       uint64_t src_offset, uint64_t size) {
-    sdk::require_not_null(stream, "stream");
-    allocations_.check_range(dst, dst_offset, size, "memory_copy_d2d destination");
-    allocations_.check_range(src, src_offset, size, "memory_copy_d2d source");
-    const CUdeviceptr to = address(dst, dst_offset), from = address(src, src_offset);
-    if (size == 0 || to == from) return;  // identical ranges: nothing to move
-    sdk::require(to + size <= from || from + size <= to, OAR_STATUS_INVALID_ARGUMENT,
-                 "memory_copy_d2d: source and destination ranges partly overlap");
-    raise_if_failed(stream);
-    current(stream->device);
-    enqueue(stream, driver_.cuMemcpyAsync(to, from, size_t(size), stream->stream), "cuMemcpyAsync");
-  }
+  // --- memory (the rest is gpu_stream.h's) -----------------------------------------
 
   // A copy from another device of the plugin (cuMemcpyPeerAsync): directly
   // where the driver says the two GPUs reach each other (peer access is
@@ -675,22 +596,10 @@ class CudaPlugin final : public Launcher, public gpu::GpuStreams<CudaPlugin, Dri
     current(device);
     if (src_device->device != device->device) enable_peer(device, src_device);
     enqueue(stream,
-            driver_.cuMemcpyPeerAsync(address(dst, dst_offset), device->context,
-                                      address(src, src_offset), src_device->context, size_t(size),
-                                      stream->stream),
+            driver_.cuMemcpyPeerAsync(DriverApi::address(dst, dst_offset), device->context,
+                                      DriverApi::address(src, src_offset), src_device->context,
+                                      size_t(size), stream->stream),
             "cuMemcpyPeerAsync");
-  }
-
-  void memory_fill(oar_stream_t stream, oar_memory_t dst, uint64_t dst_offset, uint8_t value,
-                   uint64_t size) {
-    sdk::require_not_null(stream, "stream");
-    allocations_.check_range(dst, dst_offset, size, "memory_fill destination");
-    if (size == 0) return;
-    raise_if_failed(stream);
-    current(stream->device);
-    enqueue(stream,
-            driver_.cuMemsetD8Async(address(dst, dst_offset), value, size_t(size), stream->stream),
-            "cuMemsetD8Async");
   }
 
  private:
@@ -892,26 +801,13 @@ class CudaPlugin final : public Launcher, public gpu::GpuStreams<CudaPlugin, Dri
 
   static void require_device(oar_device_t device) { sdk::require_not_null(device, "device"); }
 
-  static CUdeviceptr address(oar_memory_t memory, uint64_t offset) {
-    return CUdeviceptr(reinterpret_cast<uintptr_t>(memory)) + offset;
-  }
-
-  CUresult free_memory(oar_memory_t memory, uint32_t kind) const {
-    return kind == OAR_MEMORY_KIND_DEVICE
-               ? driver_.cuMemFree(CUdeviceptr(reinterpret_cast<uintptr_t>(memory)))
-               : driver_.cuMemFreeHost(memory);
+  const oar_device_properties_t& properties(const oar_device_s* device) const {
+    return devices_[size_t(device->index)].properties;
   }
 
   // Shutdown order: streams, events, memory, module, context.
   void release(oar_device_s* device) {
-    const Closed closed = close_streams_and_events(device);
-    const bool usable = closed.usable;
-    size_t leaked = 0;
-    for (auto& [memory, allocation] : allocations_.take_all(device)) {
-      if (usable) free_memory(static_cast<oar_memory_t>(memory), allocation.kind);
-      ++leaked;
-    }
-    warn_leaks(device->index, closed, leaked);
+    const bool usable = close_handles(device);
     if (usable && device->blas != nullptr) blas_.destroy(device->blas);
     if (usable && device->module != nullptr) driver_.cuModuleUnload(device->module);
     driver_.cuDevicePrimaryCtxRelease(device->device);
@@ -929,7 +825,6 @@ class CudaPlugin final : public Launcher, public gpu::GpuStreams<CudaPlugin, Dri
   std::mutex mutex_;
   std::unordered_set<oar_device_s*> open_;
   std::set<std::pair<CUdevice, CUdevice>> peers_;  // pairs whose peer access was tried
-  sdk::AllocationTable allocations_{"cuda", sdk::AllocationTable::Unknown::kRefuse};
   sdk::KernelTable table_;  // the registered operators (called until finalize)
 };
 

@@ -61,7 +61,6 @@ using cuda::kBlock;
 using cuda::kMaxGrid;
 
 constexpr uint64_t kAlignment = 256;  // hipMalloc aligns to at least this
-using gpu::kErrorWordSize;
 
 // The gfx targets of the embedded code objects ("gfx90a,gfx1030").
 std::vector<std::string> targets() {
@@ -160,6 +159,14 @@ struct RuntimeApi {
   static constexpr const char* kEventSynchronize = "hipEventSynchronize";
   static constexpr const char* kEventElapsed = "hipEventElapsedTime";
 
+  static constexpr const char* kMemGetInfo = "hipMemGetInfo";
+  static constexpr const char* kAllocDevice = "hipMalloc";
+  static constexpr const char* kAllocHost = "hipHostMalloc";
+  static constexpr const char* kCopyToDevice = "hipMemcpyHtoDAsync";
+  static constexpr const char* kCopyToHost = "hipMemcpyDtoHAsync";
+  static constexpr const char* kCopyOnDevice = "hipMemcpyDtoDAsync";
+  static constexpr const char* kFill = "hipMemsetD8Async";
+
   static oar_status_t status_of(Result result) { return hip::status_of(result); }
   static bool is_sticky(Result result) { return hip::is_sticky(result); }
   std::string error_text(Result result) const { return runtime.error_text(result); }
@@ -194,6 +201,28 @@ struct RuntimeApi {
     return runtime.hipMemcpyDtoHAsync(dst, src, size, stream);
   }
   Result free(DevicePtr memory) const { return runtime.hipFree(memory); }
+  Result free_host(void* memory) const { return runtime.hipHostFree(memory); }
+  Result mem_get_info(size_t* free, size_t* total) const {
+    return runtime.hipMemGetInfo(free, total);
+  }
+  Result alloc_device(void** address, size_t size) const {
+    return runtime.hipMalloc(address, size);
+  }
+  Result alloc_host(void** address, size_t size) const {
+    return runtime.hipHostMalloc(address, size, hipHostMallocPortable);
+  }
+  Result copy_to_device(DevicePtr dst, const void* src, size_t size, Stream stream) const {
+    return runtime.hipMemcpyHtoDAsync(dst, const_cast<void*>(src), size, stream);
+  }
+  Result copy_on_device(DevicePtr dst, DevicePtr src, size_t size, Stream stream) const {
+    return runtime.hipMemcpyDtoDAsync(dst, src, size, stream);
+  }
+  Result fill(DevicePtr dst, uint8_t value, size_t size, Stream stream) const {
+    return runtime.hipMemsetD8Async(dst, value, size, stream);
+  }
+  static DevicePtr address(oar_memory_t memory, uint64_t offset) {
+    return static_cast<char*>(static_cast<void*>(memory)) + offset;
+  }
 
   // hipStreamAddCallback's function: the runtime calls it on its own thread
   // once the stream's earlier work completed (|status| their error, if any).
@@ -249,11 +278,7 @@ class HipPlugin final : public cuda::Launcher, public gpu::GpuStreams<HipPlugin,
 
   void check_tensor(const oar_kernel_call_t& call, const DLTensor& t,
                     const char* what) const override {
-    sdk::AllocationTable::Allocation allocation;
-    sdk::require(allocations_.find(t.data, &allocation) && allocation.device == call.device,
-                 OAR_STATUS_INVALID_ARGUMENT,
-                 std::string("hip: the ") + what + " tensor is not memory of the call's device");
-    allocations_.check_tensor(t, what);
+    check_call_tensor(call, t, what);
   }
 
   // One launch of |kernel| on the call's stream, its parameters packed in one
@@ -288,17 +313,7 @@ class HipPlugin final : public cuda::Launcher, public gpu::GpuStreams<HipPlugin,
   bool gemm(const oar_kernel_call_t&, const Gemm&) override { return false; }
 
   uint64_t error_word(const oar_kernel_call_t& call) override {
-    oar_stream_s* stream = call.stream;
-    sdk::require_not_null(stream, "stream");
-    current(stream->device);
-    if (stream->error_word == nullptr) {
-      check(runtime_.hipMalloc(&stream->error_word, kErrorWordSize), "hipMalloc");
-      enqueue(stream,
-              runtime_.hipMemsetD8Async(stream->error_word, 0, kErrorWordSize, stream->stream),
-              "hipMemsetD8Async");
-    }
-    stream->check_error_word = true;
-    return uint64_t(reinterpret_cast<uintptr_t>(stream->error_word));
+    return stream_error_word(call.stream);
   }
 
   // --- devices ------------------------------------------------------------------
@@ -346,122 +361,6 @@ class HipPlugin final : public cuda::Launcher, public gpu::GpuStreams<HipPlugin,
                    "device_close: not an open hip device");
     }
     release(device);
-  }
-
-  void device_memory_info(oar_device_t device, uint64_t* out_free, uint64_t* out_total) {
-    require_device(device);
-    sdk::require_not_null(out_free, "out_free");
-    sdk::require_not_null(out_total, "out_total");
-    current(device);
-    size_t free_bytes = 0, total_bytes = 0;
-    check(runtime_.hipMemGetInfo(&free_bytes, &total_bytes), "hipMemGetInfo");
-    *out_free = free_bytes;
-    *out_total = total_bytes;
-  }
-
-  // --- memory -------------------------------------------------------------------
-
-  void memory_allocate(oar_device_t device, uint64_t size, uint32_t kind,
-                       oar_memory_t* out_memory) {
-    require_device(device);
-    sdk::require_not_null(out_memory, "out_memory");
-    const oar_device_properties_t& p = devices_[size_t(device->index)].properties;
-    sdk::require(kind == OAR_MEMORY_KIND_DEVICE || kind == OAR_MEMORY_KIND_HOST_PINNED,
-                 OAR_STATUS_INVALID_ARGUMENT,
-                 "memory_allocate: kind " + std::to_string(kind) +
-                     " is not one the device lists (DEVICE, HOST_PINNED)");
-    sdk::require(size <= p.max_allocation_size, OAR_STATUS_INVALID_ARGUMENT,
-                 "memory_allocate: " + std::to_string(size) + " bytes exceed max_allocation_size " +
-                     std::to_string(p.max_allocation_size));
-    current(device);
-    const size_t bytes = size == 0 ? 1 : size_t(size);  // a zero-size handle is still unique
-    void* address = nullptr;
-    if (kind == OAR_MEMORY_KIND_DEVICE) {
-      check(runtime_.hipMalloc(&address, bytes), "hipMalloc");
-    } else {
-      check(runtime_.hipHostMalloc(&address, bytes, hipHostMallocPortable), "hipHostMalloc");
-    }
-    allocations_.insert(address, {size, kind, device});
-    *out_memory = static_cast<oar_memory_t>(address);
-  }
-
-  void memory_free(oar_device_t device, oar_memory_t memory) {
-    if (memory == nullptr) return;
-    require_device(device);
-    sdk::AllocationTable::Allocation allocation = allocations_.erase(memory, device);
-    current(device);
-    check(free_memory(memory, allocation.kind), "memory_free");
-  }
-
-  void memory_host_address(oar_device_t device, oar_memory_t memory, void** out_address) {
-    require_device(device);
-    sdk::require_not_null(out_address, "out_address");
-    sdk::AllocationTable::Allocation allocation;
-    sdk::require(allocations_.find(memory, &allocation) && allocation.device == device,
-                 OAR_STATUS_INVALID_ARGUMENT,
-                 "memory_host_address: not an allocation of this device");
-    sdk::require(allocation.kind == OAR_MEMORY_KIND_HOST_PINNED, OAR_STATUS_INVALID_ARGUMENT,
-                 "memory_host_address: the allocation is device memory, not host-visible");
-    *out_address = memory;
-  }
-
-  void memory_copy_h2d(oar_stream_t stream, oar_memory_t dst, uint64_t dst_offset, const void* src,
-                       uint64_t size) {
-    sdk::require_not_null(stream, "stream");
-    allocations_.check_range(dst, dst_offset, size, "memory_copy_h2d destination");
-    if (size == 0) return;
-    sdk::require_not_null(src, "memory_copy_h2d source");
-    raise_if_failed(stream);
-    current(stream->device);
-    enqueue(stream,
-            runtime_.hipMemcpyHtoDAsync(address(dst, dst_offset), const_cast<void*>(src),
-                                        size_t(size), stream->stream),
-            "hipMemcpyHtoDAsync");
-  }
-
-  void memory_copy_d2h(oar_stream_t stream, void* dst, oar_memory_t src, uint64_t src_offset,
-                       uint64_t size) {
-    sdk::require_not_null(stream, "stream");
-    allocations_.check_range(src, src_offset, size, "memory_copy_d2h source");
-    if (size == 0) return;
-    sdk::require_not_null(dst, "memory_copy_d2h destination");
-    raise_if_failed(stream);
-    current(stream->device);
-    enqueue(
-        stream,
-        runtime_.hipMemcpyDtoHAsync(dst, address(src, src_offset), size_t(size), stream->stream),
-        "hipMemcpyDtoHAsync");
-  }
-
-  void memory_copy_d2d(oar_stream_t stream, oar_memory_t dst, uint64_t dst_offset, oar_memory_t src,
-                       uint64_t src_offset, uint64_t size) {
-    sdk::require_not_null(stream, "stream");
-    allocations_.check_range(dst, dst_offset, size, "memory_copy_d2d destination");
-    allocations_.check_range(src, src_offset, size, "memory_copy_d2d source");
-    const uintptr_t to = uintptr_t(address(dst, dst_offset));
-    const uintptr_t from = uintptr_t(address(src, src_offset));
-    if (size == 0 || to == from) return;  // identical ranges: nothing to move
-    sdk::require(to + size <= from || from + size <= to, OAR_STATUS_INVALID_ARGUMENT,
-                 "memory_copy_d2d: source and destination ranges partly overlap");
-    raise_if_failed(stream);
-    current(stream->device);
-    enqueue(stream,
-            runtime_.hipMemcpyDtoDAsync(address(dst, dst_offset), address(src, src_offset),
-                                        size_t(size), stream->stream),
-            "hipMemcpyDtoDAsync");
-  }
-
-  void memory_fill(oar_stream_t stream, oar_memory_t dst, uint64_t dst_offset, uint8_t value,
-                   uint64_t size) {
-    sdk::require_not_null(stream, "stream");
-    allocations_.check_range(dst, dst_offset, size, "memory_fill destination");
-    if (size == 0) return;
-    raise_if_failed(stream);
-    current(stream->device);
-    enqueue(
-        stream,
-        runtime_.hipMemsetD8Async(address(dst, dst_offset), value, size_t(size), stream->stream),
-        "hipMemsetD8Async");
   }
 
  private:
@@ -554,24 +453,13 @@ class HipPlugin final : public cuda::Launcher, public gpu::GpuStreams<HipPlugin,
 
   static void require_device(oar_device_t device) { sdk::require_not_null(device, "device"); }
 
-  static hipDeviceptr_t address(oar_memory_t memory, uint64_t offset) {
-    return static_cast<char*>(static_cast<void*>(memory)) + offset;
-  }
-
-  hipError_t free_memory(oar_memory_t memory, uint32_t kind) const {
-    return kind == OAR_MEMORY_KIND_DEVICE ? runtime_.hipFree(memory) : runtime_.hipHostFree(memory);
+  const oar_device_properties_t& properties(const oar_device_s* device) const {
+    return devices_[size_t(device->index)].properties;
   }
 
   // Shutdown order: streams, events, memory, module.
   void release(oar_device_s* device) {
-    const Closed closed = close_streams_and_events(device);
-    const bool usable = closed.usable;
-    size_t leaked = 0;
-    for (auto& [memory, allocation] : allocations_.take_all(device)) {
-      if (usable) (void)free_memory(static_cast<oar_memory_t>(memory), allocation.kind);
-      ++leaked;
-    }
-    warn_leaks(device->index, closed, leaked);
+    const bool usable = close_handles(device);
     if (usable && device->module != nullptr) (void)runtime_.hipModuleUnload(device->module);
     delete device;
   }
@@ -583,7 +471,6 @@ class HipPlugin final : public cuda::Launcher, public gpu::GpuStreams<HipPlugin,
   std::vector<DeviceInfo> devices_;
   std::mutex mutex_;
   std::unordered_set<oar_device_s*> open_;
-  sdk::AllocationTable allocations_{"hip", sdk::AllocationTable::Unknown::kRefuse};
   sdk::KernelTable table_;  // the registered operators (called until finalize)
 };
 
