@@ -25,7 +25,8 @@
 // Its handle types are
 //   struct oar_stream_s : gpu::StreamState<Api> {};
 //   struct oar_event_s : gpu::EventState<Api> {};
-// and its oar_device_s has `index`, `std::mutex mutex` and the sets `streams`
+// and its oar_device_s has `index`, `functions` (a kernel's name to its
+// function), `std::mutex mutex` and the sets `streams`
 // and `events`. Memory handles are the allocations' addresses (allocations_
 // records them). The runtime's host function calls GpuStreams::on_host_callback.
 //
@@ -491,6 +492,31 @@ class GpuStreams {
         OAR_STATUS_INVALID_ARGUMENT,
         std::string(Api::kPlugin) + ": the " + what + " tensor is not memory of the call's device");
     allocations_.check_tensor(t, what);
+  }
+
+  // Launcher::launch: |kernel| (one of device->functions, the kernels of the
+  // device's module) on the call's stream, |grid| blocks of |block| threads,
+  // its parameters packed in one buffer. A failure reported by the launch
+  // itself throws; a fault of the kernel surfaces later as the stream's
+  // failure (the sticky error, at synchronize or query).
+  void launch_kernel(const oar_kernel_call_t& call, const char* kernel, uint32_t grid,
+                     uint32_t max_grid, uint32_t block, const void* params, size_t size) {
+    Device* device = call.device;
+    Stream* stream = call.stream;
+    sdk::require_not_null(device, "device");
+    sdk::require_not_null(stream, "stream");
+    sdk::require(stream->device == device, OAR_STATUS_INVALID_ARGUMENT,
+                 std::string(Api::kPlugin) + ": the call's stream belongs to another device");
+    auto function = device->functions.find(kernel);
+    sdk::require(
+        function != device->functions.end(), OAR_STATUS_INTERNAL,
+        std::string(Api::kPlugin) + ": kernel " + kernel + " is not in the plugin's module");
+    sdk::require(grid >= 1 && grid <= max_grid, OAR_STATUS_INTERNAL,
+                 std::string(Api::kPlugin) + ": launch of " + kernel + " with a grid out of range");
+    raise_if_failed(stream);
+    current(device);
+    enqueue(stream, api().launch(function->second, grid, block, stream->stream, params, size),
+            Api::kLaunch);
   }
 
   // Launcher::error_word: the address of |stream|'s error word, allocated

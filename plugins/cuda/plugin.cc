@@ -134,6 +134,7 @@ struct DriverApi {
   static constexpr const char* kCopyToDevice = "cuMemcpyHtoDAsync";
   static constexpr const char* kCopyToHost = "cuMemcpyDtoHAsync";
   static constexpr const char* kCopyOnDevice = "cuMemcpyAsync";
+  static constexpr const char* kLaunch = "cuLaunchKernel";
   static constexpr const char* kFill = "cuMemsetD8Async";
 
   static oar_status_t status_of(Result result) { return cuda::status_of(result); }
@@ -191,6 +192,14 @@ struct DriverApi {
   }
   Result fill(DevicePtr dst, uint8_t value, size_t size, Stream stream) const {
     return driver.cuMemsetD8Async(dst, value, size, stream);
+  }
+  // One launch of |function|, its parameters packed in one buffer
+  // (CU_LAUNCH_PARAM_BUFFER_POINTER).
+  Result launch(CUfunction function, uint32_t grid, uint32_t block, Stream stream,
+                const void* params, size_t size) const {
+    void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, const_cast<void*>(params),
+                     CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
+    return driver.cuLaunchKernel(function, grid, 1, 1, block, 1, 1, 0, stream, nullptr, extra);
   }
   static DevicePtr address(oar_memory_t memory, uint64_t offset) {
     return CUdeviceptr(reinterpret_cast<uintptr_t>(memory)) + offset;
@@ -262,32 +271,9 @@ class CudaPlugin final : public Launcher, public gpu::GpuStreams<CudaPlugin, Dri
     check_call_tensor(call, t, what);
   }
 
-  // One launch of |kernel| on the call's stream, its parameters packed in one
-  // buffer (CU_LAUNCH_PARAM_BUFFER_POINTER). A failure reported by the launch
-  // itself throws; a fault of the kernel surfaces later as the stream's
-  // failure (the sticky error, at synchronize or query).
   void launch(const oar_kernel_call_t& call, const char* kernel, uint32_t grid,
               const ArgPack& args) override {
-    oar_device_s* device = call.device;
-    oar_stream_s* stream = call.stream;
-    require_device(device);
-    sdk::require_not_null(stream, "stream");
-    sdk::require(stream->device == device, OAR_STATUS_INVALID_ARGUMENT,
-                 "cuda: the call's stream belongs to another device");
-    auto function = device->functions.find(kernel);
-    sdk::require(function != device->functions.end(), OAR_STATUS_INTERNAL,
-                 std::string("cuda: kernel ") + kernel + " is not in the plugin's module");
-    sdk::require(grid >= 1 && grid <= kMaxGrid, OAR_STATUS_INTERNAL,
-                 std::string("cuda: launch of ") + kernel + " with a grid out of range");
-    raise_if_failed(stream);
-    current(device);
-    size_t size = args.size();
-    void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, const_cast<void*>(args.data()),
-                     CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
-    enqueue(stream,
-            driver_.cuLaunchKernel(function->second, grid, 1, 1, kBlock, 1, 1, 0, stream->stream,
-                                   nullptr, extra),
-            "cuLaunchKernel");
+    launch_kernel(call, kernel, grid, kMaxGrid, kBlock, args.data(), args.size());
   }
 
   // matmul through cuBLAS (blas.h): row-major y = a * b is column-major

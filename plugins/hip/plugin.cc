@@ -165,6 +165,7 @@ struct RuntimeApi {
   static constexpr const char* kCopyToDevice = "hipMemcpyHtoDAsync";
   static constexpr const char* kCopyToHost = "hipMemcpyDtoHAsync";
   static constexpr const char* kCopyOnDevice = "hipMemcpyDtoDAsync";
+  static constexpr const char* kLaunch = "hipModuleLaunchKernel";
   static constexpr const char* kFill = "hipMemsetD8Async";
 
   static oar_status_t status_of(Result result) { return hip::status_of(result); }
@@ -219,6 +220,15 @@ struct RuntimeApi {
   }
   Result fill(DevicePtr dst, uint8_t value, size_t size, Stream stream) const {
     return runtime.hipMemsetD8Async(dst, value, size, stream);
+  }
+  // One launch of |function|, its parameters packed in one buffer
+  // (HIP_LAUNCH_PARAM_BUFFER_POINTER).
+  Result launch(hipFunction_t function, uint32_t grid, uint32_t block, Stream stream,
+                const void* params, size_t size) const {
+    void* extra[] = {HIP_LAUNCH_PARAM_BUFFER_POINTER, const_cast<void*>(params),
+                     HIP_LAUNCH_PARAM_BUFFER_SIZE, &size, HIP_LAUNCH_PARAM_END};
+    return runtime.hipModuleLaunchKernel(function, grid, 1, 1, block, 1, 1, 0, stream, nullptr,
+                                         extra);
   }
   static DevicePtr address(oar_memory_t memory, uint64_t offset) {
     return static_cast<char*>(static_cast<void*>(memory)) + offset;
@@ -281,32 +291,9 @@ class HipPlugin final : public cuda::Launcher, public gpu::GpuStreams<HipPlugin,
     check_call_tensor(call, t, what);
   }
 
-  // One launch of |kernel| on the call's stream, its parameters packed in one
-  // buffer (HIP_LAUNCH_PARAM_BUFFER_POINTER). A failure reported by the
-  // launch itself throws; a fault of the kernel surfaces later as the
-  // stream's failure.
   void launch(const oar_kernel_call_t& call, const char* kernel, uint32_t grid,
               const ArgPack& args) override {
-    oar_device_s* device = call.device;
-    oar_stream_s* stream = call.stream;
-    require_device(device);
-    sdk::require_not_null(stream, "stream");
-    sdk::require(stream->device == device, OAR_STATUS_INVALID_ARGUMENT,
-                 "hip: the call's stream belongs to another device");
-    auto function = device->functions.find(kernel);
-    sdk::require(function != device->functions.end(), OAR_STATUS_INTERNAL,
-                 std::string("hip: kernel ") + kernel + " is not in the plugin's module");
-    sdk::require(grid >= 1 && grid <= kMaxGrid, OAR_STATUS_INTERNAL,
-                 std::string("hip: launch of ") + kernel + " with a grid out of range");
-    raise_if_failed(stream);
-    current(device);
-    size_t size = args.size();
-    void* extra[] = {HIP_LAUNCH_PARAM_BUFFER_POINTER, const_cast<void*>(args.data()),
-                     HIP_LAUNCH_PARAM_BUFFER_SIZE, &size, HIP_LAUNCH_PARAM_END};
-    enqueue(stream,
-            runtime_.hipModuleLaunchKernel(function->second, grid, 1, 1, kBlock, 1, 1, 0,
-                                           stream->stream, nullptr, extra),
-            "hipModuleLaunchKernel");
+    launch_kernel(call, kernel, grid, kMaxGrid, kBlock, args.data(), args.size());
   }
 
   // No BLAS library (Debian 12 has no hipBLAS): matmul runs OAR's kernel.
