@@ -121,6 +121,16 @@ class GpuStreams {
 
   // --- devices ------------------------------------------------------------------
 
+  void device_close(Device* device) {
+    if (device == nullptr) return;
+    {
+      std::lock_guard<std::mutex> lock(open_mutex_);
+      sdk::require(open_.erase(device) == 1, OAR_STATUS_INVALID_ARGUMENT,
+                   std::string("device_close: not an open ") + Api::kPlugin + " device");
+    }
+    static_cast<Plugin*>(this)->release(device);
+  }
+
   void device_synchronize(Device* device) {
     sdk::require_not_null(device, "device");
     std::vector<Stream*> streams;
@@ -451,6 +461,25 @@ class GpuStreams {
   }
 
  protected:
+  // device_open's last step: |device| is open until device_close, or until
+  // the plugin's destructor calls close_all.
+  Device* add_open(std::unique_ptr<Device> device) {
+    std::lock_guard<std::mutex> lock(open_mutex_);
+    open_.insert(device.get());
+    return device.release();
+  }
+
+  // Releases the devices a host left open (the plugin's destructor, while
+  // the runtime is still loaded).
+  void close_all() {
+    std::unordered_set<Device*> open;
+    {
+      std::lock_guard<std::mutex> lock(open_mutex_);
+      open.swap(open_);
+    }
+    for (Device* device : open) static_cast<Plugin*>(this)->release(device);
+  }
+
   // What device_close does first: the streams (synchronized, pending
   // callbacks settled, destroyed), the events, then the allocations, with a
   // warning if the host left any of them open. Returns whether the device
@@ -654,6 +683,9 @@ class GpuStreams {
   sdk::AllocationTable allocations_{Api::kPlugin, sdk::AllocationTable::Unknown::kRefuse};
 
  private:
+  std::mutex open_mutex_;  // guards open_
+  std::unordered_set<Device*> open_;
+
   Api api() const { return static_cast<const Plugin*>(this)->gpu_api(); }
 };
 

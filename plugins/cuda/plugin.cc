@@ -250,14 +250,7 @@ class CudaPlugin final : public Launcher, public gpu::GpuStreams<CudaPlugin, Dri
     }
   }
 
-  ~CudaPlugin() override {
-    std::unordered_set<oar_device_s*> open;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      open.swap(open_);
-    }
-    for (oar_device_s* device : open) release(device);
-  }
+  ~CudaPlugin() override { close_all(); }
 
   // --- operators ----------------------------------------------------------------
 
@@ -541,19 +534,7 @@ class CudaPlugin final : public Launcher, public gpu::GpuStreams<CudaPlugin, Dri
       driver_.cuDevicePrimaryCtxRelease(device->device);
       check(result, what.c_str());
     }
-    std::lock_guard<std::mutex> lock(mutex_);
-    open_.insert(device.get());
-    *out_device = device.release();
-  }
-
-  void device_close(oar_device_t device) {
-    if (device == nullptr) return;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      sdk::require(open_.erase(device) == 1, OAR_STATUS_INVALID_ARGUMENT,
-                   "device_close: not an open cuda device");
-    }
-    release(device);
+    *out_device = add_open(std::move(device));
   }
 
   // --- memory (the rest is gpu_stream.h's) -----------------------------------------
@@ -809,7 +790,6 @@ class CudaPlugin final : public Launcher, public gpu::GpuStreams<CudaPlugin, Dri
   std::atomic<bool> blas_warned_{false};
   std::vector<DeviceInfo> devices_;
   std::mutex mutex_;
-  std::unordered_set<oar_device_s*> open_;
   std::set<std::pair<CUdevice, CUdevice>> peers_;  // pairs whose peer access was tried
   sdk::KernelTable table_;  // the registered operators (called until finalize)
 };

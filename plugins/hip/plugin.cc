@@ -270,14 +270,7 @@ class HipPlugin final : public cuda::Launcher, public gpu::GpuStreams<HipPlugin,
     }
   }
 
-  ~HipPlugin() override {
-    std::unordered_set<oar_device_s*> open;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      open.swap(open_);
-    }
-    for (oar_device_s* device : open) release(device);
-  }
+  ~HipPlugin() override { close_all(); }
 
   // --- operators (the cuda plugin's, plugins/cuda/operators.cc) ------------------
 
@@ -335,19 +328,7 @@ class HipPlugin final : public cuda::Launcher, public gpu::GpuStreams<HipPlugin,
       if (device->module != nullptr) (void)runtime_.hipModuleUnload(device->module);
       check(result, what.c_str());
     }
-    std::lock_guard<std::mutex> lock(mutex_);
-    open_.insert(device.get());
-    *out_device = device.release();
-  }
-
-  void device_close(oar_device_t device) {
-    if (device == nullptr) return;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      sdk::require(open_.erase(device) == 1, OAR_STATUS_INVALID_ARGUMENT,
-                   "device_close: not an open hip device");
-    }
-    release(device);
+    *out_device = add_open(std::move(device));
   }
 
  private:
@@ -456,8 +437,6 @@ class HipPlugin final : public cuda::Launcher, public gpu::GpuStreams<HipPlugin,
 
   Runtime runtime_;  // first member: unloaded last
   std::vector<DeviceInfo> devices_;
-  std::mutex mutex_;
-  std::unordered_set<oar_device_s*> open_;
   sdk::KernelTable table_;  // the registered operators (called until finalize)
 };
 
