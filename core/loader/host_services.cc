@@ -1,5 +1,6 @@
 #include "core/loader/host_services.h"
 
+#include <atomic>
 #include <cstdio>
 #include <mutex>
 
@@ -20,6 +21,8 @@ struct ReportedError {
 // Per thread: a plugin reports on the thread that returns the failing status,
 // so two threads failing at once never see each other's message.
 thread_local ReportedError t_reported;
+
+std::atomic<bool> g_quiet{false};
 
 int32_t threshold() {
   static const int32_t level = [] {
@@ -85,8 +88,11 @@ std::string take_reported_error(const Plugin* plugin) {
   return std::move(t_reported.message);
 }
 
+void quiet_logging() noexcept { g_quiet.store(true, std::memory_order_relaxed); }
+
 void log_line(int32_t level, const std::string& source, const std::string& message) {
   if (level < threshold()) return;
+  if (level < OAR_LOG_LEVEL_ERROR && g_quiet.load(std::memory_order_relaxed)) return;
   static const char* names[] = {"debug", "info", "warning", "error"};
   const char* name = level >= 0 && level <= 3 ? names[level] : "log";
   static std::mutex mutex;

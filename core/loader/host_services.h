@@ -21,4 +21,9 @@ std::string take_reported_error(const Plugin* plugin);
 // warnings and errors).
 void log_line(int32_t level, const std::string& source, const std::string& message);
 
+// From now on in this process, drops lines below OAR_LOG_LEVEL_ERROR. A probe
+// child calls it: the process that asked loads the same plugin again and
+// prints its warnings once (`oar list` printed every plugin warning twice).
+void quiet_logging() noexcept;
+
 }  // namespace oar::detail

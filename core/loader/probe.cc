@@ -60,6 +60,7 @@ void prepare_child() {
   struct rlimit no_core {};  // a crashing probe leaves no core file behind
   setrlimit(RLIMIT_CORE, &no_core);
   ::dup2(STDERR_FILENO, STDOUT_FILENO);
+  detail::quiet_logging();
 }
 
 std::string signal_text(int signal) {

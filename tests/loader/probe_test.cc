@@ -104,6 +104,26 @@ TEST(LoaderProbe, GoodPluginsLoadAsWithoutIt) {
   expect_cpu_works(runtime);
 }
 
+// The probe child loads the plugin too; its warnings must not be printed a
+// second time (`oar list` showed every plugin warning twice).
+TEST(LoaderProbe, PluginWarningsArePrintedOnce) {
+  ScopedEnvironment environment;
+  environment.set("OAR_PLUGIN_PROBE", "yes");
+  environment.set("OAR_TEST_LOG_AT_INIT", "1");
+  ::testing::internal::CaptureStderr();
+  {
+    Runtime runtime(with_environment({built_manifest("c_good")}));
+    EXPECT_EQ(runtime.plugins().at(0).state, PluginState::kLoaded) << runtime.plugins()[0].reason;
+  }
+  std::string output = ::testing::internal::GetCapturedStderr();
+  size_t count = 0;
+  for (size_t at = output.find(OAR_TEST_INIT_WARNING); at != std::string::npos;
+       at = output.find(OAR_TEST_INIT_WARNING, at + 1)) {
+    ++count;
+  }
+  EXPECT_EQ(count, 1u) << output;
+}
+
 TEST(LoaderProbe, HangIsCutAtTheTimeout) {
   ScopedEnvironment environment;
   environment.set("OAR_PLUGIN_PROBE", "1");

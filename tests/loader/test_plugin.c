@@ -48,6 +48,9 @@ static volatile int g_forever = 1;
 
 static oar_status_t initialize(const oar_host_services_t* host) {
   g_host = host;
+  if (getenv("OAR_TEST_LOG_AT_INIT") != NULL) {
+    host->log(host->context, OAR_LOG_LEVEL_WARNING, OAR_TEST_INIT_WARNING);
+  }
 #if OAR_TEST_DEFECT == OAR_TEST_DEFECT_SEGV_IN_INIT
   *g_nowhere = 1;
 #elif OAR_TEST_DEFECT == OAR_TEST_DEFECT_RAISE_IN_INIT

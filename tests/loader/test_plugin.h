@@ -44,4 +44,8 @@
 /* What the initialize of the INIT_FAILS build reports; the test looks for it in the reason. */
 #define OAR_TEST_INIT_MESSAGE "the test driver refuses to start (OAR_TEST_DEFECT_INIT_FAILS)"
 
+/* With OAR_TEST_LOG_AT_INIT set in the environment, initialize logs this
+ * warning (as a plugin without its hardware does). */
+#define OAR_TEST_INIT_WARNING "the test driver found no hardware (OAR_TEST_LOG_AT_INIT)"
+
 #endif /* OAR_TESTS_LOADER_TEST_PLUGIN_H_ */
