@@ -24,7 +24,7 @@ packages=(
   libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers
   # the level_zero plugin: the Level Zero loader's headers (the loader is
   # opened at run time) and the opencl kernels' SPIR-V build: clang-15 above,
-  # llvm-spirv, spirv-val/spirv-dis
+  # llvm-spirv, spirv-val (spirv-tools)
   libze-dev llvm-spirv-15 spirv-tools
   # collectives (liboar_comm, oar::Communicator): Open MPI's mpirun and headers.
   # As root, mpirun needs --allow-run-as-root (or OMPI_ALLOW_RUN_AS_ROOT=1 and
