@@ -16,7 +16,14 @@
 //     static oar_status_t status_of(Result);
 //     static bool is_sticky(Result);   // an error of asynchronous work
 //     std::string error_text(Result) const;
-//     Result make_current(const oar_device_s*) const;  // and the calls below
+//     static DevicePtr address(oar_memory_t, uint64_t offset);
+//     Result make_current(const oar_device_s*) const;
+//     Result device_synchronize, mem_get_info, stream_create, stream_destroy,
+//       stream_query, stream_synchronize, stream_wait_event, add_host_callback,
+//       event_create, event_destroy, event_record, event_query,
+//       event_synchronize, event_elapsed, alloc_device, alloc_host, free,
+//       free_host, copy_to_device, copy_to_host, copy_on_device, fill,
+//       launch (...) const;  // see plugins/cuda/plugin.cc's DriverApi
 //   };
 //
 // and derives from GpuStreams<Plugin, Api> (it gives GpuStreams its Api with a
