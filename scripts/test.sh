@@ -45,7 +45,7 @@ if [ "${1:-}" != "--no-asan" ]; then
     oar_plugin_cpu oar_plugin_sim oar_plugin_null
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     ctest --test-dir build-asan --output-on-failure -j "$jobs" --timeout 600 \
-    -R 'AllocatorTest|CachingAllocator|AllocatorConfig|CopyTest|StreamEventTest|DispatchTest|OpsTest|DlpackTest|ShutdownTest|TraceTest|WorkQueue|Sdk|Loader|Validat|SimTest|OverflowTest|LifetimeTest|TwoRuntimesTest|FailedStreamTest|StressTest|MisbehavingPluginTest|VmathTest|^collective_(sim_native_2_devices_all|sim_native_2_devices_abort|staged_cpu_sim_2_devices_1_process|staged_cpu_sim_2_devices_abort)$'
+    -R 'AllocatorTest|CachingAllocator|AllocatorConfig|CopyTest|StreamEventTest|DispatchTest|OpsTest|DlpackTest|ShutdownTest|TraceTest|WorkQueue|Sdk|Loader|Validat|SimTest|OverflowTest|LifetimeTest|TwoRuntimesTest|FailedStreamTest|StressTest|MisbehavingPluginTest|VmathTest|^collective_(sim_native_2_devices_all|sim_native_2_devices_abort|staged_cpu_sim_2_devices_1_process|staged_cpu_sim_2_devices_abort|cpu_ring_3_ranks|abort_ends_pending_ring)$'
 fi
 
 # ThreadSanitizer: only what the threaded tests need is built. OpenMP, whose
