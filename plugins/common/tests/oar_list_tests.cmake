@@ -1,0 +1,29 @@
+# oar_add_oar_list_tests(<plugin> <library word>
+#   RUNTIME_VAR <env var naming the vendor library> FAKE_TARGET <the fake library's target>
+#   REASONS <regex: the reasons the plugin gives for serving 0 devices>
+#   MISSING <the reason's text when the library is absent>
+#   CASES <script with the plugin's own cases against the fake library>
+#   [ARGS <-D<name>=<value> the CASES script uses>...])
+# Registers <plugin>_plugin_oar_list_real_<word> (`oar list` with the
+# plugin's manifest only and the machine's own library: it loads and either
+# serves the machine's GPUs or says why it serves none) and
+# <plugin>_plugin_oar_list_fake_<word> (the same through the fake library:
+# an absent library, then CASES), both run by check_oar_list.cmake.
+include_guard(GLOBAL)
+function(oar_add_oar_list_tests plugin word)
+  cmake_parse_arguments(PARSE_ARGV 2 arg "" "RUNTIME_VAR;FAKE_TARGET;REASONS;MISSING;CASES"
+                        "ARGS")
+  set(script ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/check_oar_list.cmake)
+  set(manifest ${PROJECT_BINARY_DIR}/${CMAKE_INSTALL_DATADIR}/oar/plugins.d/${plugin}.json)
+  set(common -DOAR=$<TARGET_FILE:oar_cli> -DMANIFEST=${manifest} -DPLUGIN=${plugin}
+             -DRUNTIME_VAR=${arg_RUNTIME_VAR})
+  add_test(NAME ${plugin}_plugin_oar_list_real_${word}
+           COMMAND ${CMAKE_COMMAND} ${common} -DCASE=real "-DREASONS=${arg_REASONS}"
+                   -P ${script})
+  add_test(NAME ${plugin}_plugin_oar_list_fake_${word}
+           COMMAND ${CMAKE_COMMAND} ${common} -DCASE=fake -DFAKE=$<TARGET_FILE:${arg_FAKE_TARGET}>
+                   "-DMISSING=${arg_MISSING}" -DCASES=${arg_CASES} ${arg_ARGS}
+                   -P ${script})
+  set_tests_properties(${plugin}_plugin_oar_list_real_${word} ${plugin}_plugin_oar_list_fake_${word}
+                       PROPERTIES TIMEOUT 60)
+endfunction()
