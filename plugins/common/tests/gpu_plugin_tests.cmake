@@ -1,3 +1,25 @@
+# CMake helpers for the GPU plugins' tests (cuda, hip, level_zero), which run
+# without a GPU against a fake vendor library.
+include_guard(GLOBAL)
+
+# oar_add_fake_library(<target> <source> NAME <library name, no "lib"> SUFFIX <.so.N>
+#                      [INCLUDES <dirs>...])
+# The fake vendor library, named lib<NAME><SUFFIX> in a folder of its own
+# named after <source> (fake_driver.cc: fake_driver/), so that either the
+# plugin's variable naming the library's path or LD_LIBRARY_PATH=<folder>
+# selects it.
+function(oar_add_fake_library target source)
+  cmake_parse_arguments(PARSE_ARGV 2 arg "" "NAME;SUFFIX" "INCLUDES")
+  get_filename_component(folder ${source} NAME_WE)
+  add_library(${target} SHARED ${source})
+  set_target_properties(${target} PROPERTIES
+    OUTPUT_NAME ${arg_NAME} SUFFIX ${arg_SUFFIX} NO_SONAME ON
+    LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/${folder}
+    CXX_VISIBILITY_PRESET hidden)
+  target_include_directories(${target} PRIVATE ${arg_INCLUDES})
+  target_compile_options(${target} PRIVATE -Wall -Wextra)
+endfunction()
+
 # oar_add_oar_list_tests(<plugin> <library word>
 #   RUNTIME_VAR <env var naming the vendor library> FAKE_TARGET <the fake library's target>
 #   REASONS <regex: the reasons the plugin gives for serving 0 devices>
@@ -9,7 +31,6 @@
 # serves the machine's GPUs or says why it serves none) and
 # <plugin>_plugin_oar_list_fake_<word> (the same through the fake library:
 # an absent library, then CASES), both run by check_oar_list.cmake.
-include_guard(GLOBAL)
 function(oar_add_oar_list_tests plugin word)
   cmake_parse_arguments(PARSE_ARGV 2 arg "" "RUNTIME_VAR;FAKE_TARGET;REASONS;MISSING;CASES"
                         "ARGS")
