@@ -19,34 +19,17 @@
 #include <string>
 #include <vector>
 
+#include "gpu_plugin_test_util.h"
 #include "oar/oar.h"
 
 namespace {
 
-thread_local std::string last_error;
-std::vector<std::string> logs;
-
-void report_error(void*, oar_status_t, const char* message) {
-  last_error = message != nullptr ? message : "";
-}
-void log_line(void*, int32_t, const char* message) { logs.push_back(message); }
-void trace(void*, const oar_trace_record_t*) {}
-
-const oar_host_services_t kHost = {OAR_HOST_SERVICES_STRUCT_SIZE,
-                                   OAR_ABI_MAJOR,
-                                   OAR_ABI_MINOR,
-                                   nullptr,
-                                   report_error,
-                                   log_line,
-                                   trace};
+using oar_gpu_test::kHost;
+using oar_gpu_test::last_error;
+using oar_gpu_test::logs;
 
 const oar_plugin_api_t* api() {
-  static const oar_plugin_api_t* table = [] {
-    void* library = dlopen(OAR_HIP_PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL);
-    if (library == nullptr) return static_cast<const oar_plugin_api_t*>(nullptr);
-    auto query = reinterpret_cast<oar_plugin_query_fn>(dlsym(library, OAR_PLUGIN_ENTRY_SYMBOL));
-    return query(OAR_ABI_MAJOR, OAR_ABI_MINOR);
-  }();
+  static const oar_plugin_api_t* table = oar_gpu_test::load_plugin(OAR_HIP_PLUGIN_PATH);
   return table;
 }
 
@@ -76,7 +59,7 @@ const char* const kSwitches[] = {"OAR_HIP_FAKE_INIT_ERROR", "OAR_HIP_FAKE_DEVICE
                                  "OAR_HIP_FAKE_MEMORY", "OAR_HIP_FAKE_FAULT_AFTER",
                                  "OAR_HIP_FAKE_FAULT_KERNEL"};
 
-class HipPluginTest : public ::testing::Test {
+class HipPluginTest : public oar_gpu_test::PluginTest<api> {
  protected:
   void SetUp() override {
     ASSERT_NE(api(), nullptr) << dlerror();
@@ -92,48 +75,6 @@ class HipPluginTest : public ::testing::Test {
     }
     unsetenv("OAR_HIP_RUNTIME");
   }
-
-  void start() {
-    ASSERT_EQ(api()->initialize(&kHost), OAR_STATUS_OK) << last_error;
-    initialized_ = true;
-  }
-  void finalize() {
-    ASSERT_EQ(api()->finalize(), OAR_STATUS_OK);
-    initialized_ = false;
-  }
-  int32_t count() {
-    int32_t n = -1;
-    EXPECT_EQ(api()->device_count(&n), OAR_STATUS_OK);
-    return n;
-  }
-  std::string all_logs() const {
-    std::string text;
-    for (const auto& line : logs) text += line + "\n";
-    return text;
-  }
-  oar_device_t open(int32_t index = 0) {
-    oar_device_t device = nullptr;
-    EXPECT_EQ(api()->device_open(index, &device), OAR_STATUS_OK) << last_error;
-    return device;
-  }
-  oar_stream_t stream(oar_device_t device) {
-    oar_stream_t s = nullptr;
-    EXPECT_EQ(api()->stream_create(device, nullptr, &s), OAR_STATUS_OK) << last_error;
-    return s;
-  }
-  oar_memory_t allocate(oar_device_t device, uint64_t size,
-                        uint32_t kind = OAR_MEMORY_KIND_DEVICE) {
-    oar_memory_t m = nullptr;
-    EXPECT_EQ(api()->memory_allocate(device, size, kind, &m), OAR_STATUS_OK) << last_error;
-    return m;
-  }
-  oar_event_t event(oar_device_t device, uint32_t flags = 0) {
-    oar_event_t e = nullptr;
-    EXPECT_EQ(api()->event_create(device, flags, &e), OAR_STATUS_OK) << last_error;
-    return e;
-  }
-
-  bool initialized_ = false;
 };
 
 TEST_F(HipPluginTest, NoRuntimeMeansZeroDevicesAndSaysWhy) {
