@@ -63,10 +63,12 @@ C pointwise_grad(C dy, C b) {
       return dy * (s * (C(1) + b * s_neg));
     }
     case Pointwise::kGelu: {
+      if constexpr (std::is_same_v<C, float>) return dy * gelu_grad_f32(b);  // f16, bf16
       const C cdf = C(0.5) * std::erfc(-b * C(0.70710678118654752440));
       return gelu_grad_from_cdf(dy, b, cdf);
     }
     case Pointwise::kGeluTanh: {
+      if constexpr (std::is_same_v<C, float>) return dy * gelu_tanh_grad_f32(b);  // f16, bf16
       const C k = C(0.79788456080286535588), c = C(0.044715);
       const C u = k * (b + c * b * b * b);
       const C s = sigmoid(C(2) * u), one_minus_s = sigmoid(C(-2) * u);
@@ -95,15 +97,39 @@ inline T relu_grad_bits(T g, T x) {
   }
 }
 
+// gelu_grad of n contiguous f32 elements on the widest SIMD: vmath.h's
+// polynomials, no libm call per element, as gelu's forward (f16 and bf16 take
+// the same functions through pointwise_grad).
+OAR_CPU_WIDEST_SIMD void gelu_grad_run_f32(const float* dy, const float* x, float* dx, int64_t n,
+                                           bool tanh) {
+  if (tanh) {
+    for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * gelu_tanh_grad_f32(x[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * gelu_grad_f32(x[i]);
+  }
+}
+
 template <Pointwise op, typename T>
 void pointwise_run(View dy, View b, View dx, int64_t n) {
   const T* pdy = dy.ptr<T>();
   const T* pb = b.ptr<T>();
   T* out = dx.ptr<T>();
-  if constexpr (op == Pointwise::kGelu) {
-    // erfc is a library call, which keeps a loop from being vectorized: the
-    // CDFs of a chunk first, then the rest of the arithmetic in a loop that
-    // vectorizes.
+  if constexpr ((op == Pointwise::kGelu || op == Pointwise::kGeluTanh) &&
+                std::is_same_v<T, float>) {
+    constexpr int64_t kChunk = 4096;
+    const int64_t chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for if (n > kParallelWork) schedule(static)
+    for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+      const int64_t begin = chunk * kChunk;
+      gelu_grad_run_f32(pdy + begin, pb + begin, out + begin, std::min(kChunk, n - begin),
+                        op == Pointwise::kGeluTanh);
+    }
+    return;
+  }
+  if constexpr (op == Pointwise::kGelu && !std::is_same_v<compute_t<T>, float>) {
+    // f64: erfc is a library call, which keeps a loop from being vectorized:
+    // the CDFs of a chunk first, then the rest of the arithmetic in a loop
+    // that vectorizes.
     using C = compute_t<T>;
     constexpr int64_t kChunk = 1024;
     const int64_t chunks = (n + kChunk - 1) / kChunk;

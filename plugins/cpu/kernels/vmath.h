@@ -81,8 +81,13 @@ inline float exp_nonpositive_f32(float x) { return exp_f32_split<false, false>(x
 // the 12 leading bits of a (ah^2 exact): a 1-ulp error of a^2 near a = 14
 // would be 100 ulp of e^(-a^2/2). gelu(inf) = inf, gelu(-inf) = NaN (-inf *
 // 0, docs/ops.md), gelu(+-0) = +-0, NaN gives NaN.
-inline float gelu_f32(float x) {
-  const float a = std::fabs(x);
+// normal_tail_f32(a) is that Q(a) as ts e, with e = e^(-a^2/2) and ts = t
+// S(t), for a >= 0 (or NaN); gelu_f32 and gelu_grad_f32 share it (phi(a) = e
+// / sqrt(2 pi)).
+struct NormalTail {
+  float ts, e;
+};
+inline NormalTail normal_tail_f32(float a) {
   const float t = 2.0f / (2.0f + a);
   const float u = t - 0.5f;
   float s = -3.803364933e-02f;
@@ -96,16 +101,33 @@ inline float gelu_f32(float x) {
   s = s * u + 5.759656429e-02f;
   s = s * u + 3.314044178e-01f;
   s = s * u + 3.362039924e-01f;
-  const float ts = t * s;
   uint32_t a_bits;
   std::memcpy(&a_bits, &a, sizeof a_bits);
   a_bits &= 0xfffff000u;
   float ah;
   std::memcpy(&ah, &a_bits, sizeof ah);
   const float al = a - ah;  // exact; NaN for a = inf, where hi = -inf decides
-  const float e = exp_f32_split<true>(-0.5f * (ah * ah), -0.5f * (al * (a + ah)));
+  return {t * s, exp_f32_split<true>(-0.5f * (ah * ah), -0.5f * (al * (a + ah)))};
+}
+
+inline float gelu_f32(float x) {
+  const NormalTail q = normal_tail_f32(std::fabs(x));
   // x < 0: (x t S) e, one rounding where e is subnormal; x >= 0: x (1 - Q).
-  return x < 0.0f ? (x * ts) * e : x * (1.0f - ts * e);
+  return x < 0.0f ? (x * q.ts) * q.e : x * (1.0f - q.ts * q.e);
+}
+
+// gelu's derivative Phi(x) + x phi(x), phi(x) = e^(-x^2/2) / sqrt(2 pi), from
+// normal_tail_f32 with a = |x|: e (a / sqrt(2 pi) - ts) is Q(a) - a phi(a)
+// negated, so x < 0 gives -(that) and x >= 0 gives 1 + that. Near x = -0.75,
+// where the derivative is 0, the two terms cancel: vmath_test.cc states the
+// error against the formula in double relative to the terms' size.
+// x = +-inf gives NaN (inf * 0, docs/ops.md), NaN gives NaN; beyond a = 14.4
+// e is 0 and the result 1 or -0.
+inline float gelu_grad_f32(float x) {
+  const float a = std::fabs(x);
+  const NormalTail q = normal_tail_f32(a);
+  const float d = (a * 0.3989422804014327f - q.ts) * q.e;
+  return x < 0.0f ? -d : 1.0f + d;
 }
 
 // gelu's tanh form, 0.5 x (1 + tanh(u)) with u = sqrt(2 / pi) (x + 0.044715
@@ -118,6 +140,23 @@ inline float gelu_tanh_f32(float x) {
   const float u = 0.7978845608028654f * (x + 0.044715f * (x * x * x));
   const float z = exp_f32(-2.0f * std::fabs(u));
   return (u < 0.0f ? x * z : x) / (1.0f + z);
+}
+
+// gelu_tanh_f32's derivative s + 2 x s (1 - s) u' with s = sigmoid(2u) and
+// u' = sqrt(2 / pi) (1 + 3 0.044715 x^2): with z = e^(-2|u|) and r = 1 / (1 +
+// z), s is r (u >= 0) or z r (u < 0) and s (1 - s) = z r^2. Where z r^2 is 0
+// the term is x 0 (docs/ops.md), so an overflowing u' never gives 0 inf and
+// x = +-inf gives NaN; NaN gives NaN.
+inline float gelu_tanh_grad_f32(float x) {
+  constexpr float k = 0.7978845608028654f, c = 0.044715f;
+  const float x2 = x * x;
+  const float u = k * (x + c * (x2 * x));
+  const float z = exp_f32(-2.0f * std::fabs(u));
+  const float r = 1.0f / (1.0f + z);
+  const float s = u < 0.0f ? z * r : r;
+  const float w = z * r * r;
+  const float term = w == 0.0f ? x * 0.0f : (2.0f * k) * (x * (1.0f + (3.0f * c) * x2)) * w;
+  return s + term;
 }
 
 // The largest of x[0..n) (n > 0); NaN if any is NaN.

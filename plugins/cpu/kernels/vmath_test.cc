@@ -4,11 +4,13 @@
 // NaN once sent the exponent arithmetic into signed overflow; the fuzzer's
 // UBSan build caught it). gelu_f32 and gelu_tanh_f32 against the formulas in
 // double over every 2,039th f32 of both signs up to 16.5, and their special values
-// (the figures in the comments: every 509th).
+// (the figures in the comments: every 509th); gelu_grad_f32 and
+// gelu_tanh_grad_f32 likewise (their figures: every 2,039th).
 #include "kernels/vmath.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -148,6 +150,80 @@ TEST(VmathTest, GeluOfSpecialValues) {
   EXPECT_GT(-gelu_f32(-13.5f), 0.0f);  // a subnormal (about -1e-40), not flushed
   EXPECT_LT(-gelu_f32(-13.5f), std::numeric_limits<float>::min());
   EXPECT_LE(signed_ulps(gelu_f32(-13.5f), gelu_reference(-13.5f)), 2);
+}
+
+// gelu's derivatives in double: the value and the size of its terms (Phi +
+// |x phi|, s + |2 x s (1 - s) u'|), which cancel near x = -0.75 where the
+// derivative is 0, so that the error is stated in ulps of the terms' size.
+struct Derivative {
+  double value, size;
+};
+
+Derivative gelu_grad_reference(float x) {
+  const double v = x, tail = 0.5 * std::erfc(std::fabs(v) * 0.70710678118654752440);
+  const double x_phi = v * std::exp(-0.5 * v * v) * 0.39894228040143267794;
+  const double cdf = v < 0 ? tail : 1 - tail;
+  return {cdf + x_phi, cdf + std::fabs(x_phi)};
+}
+
+Derivative gelu_tanh_grad_reference(float x) {
+  const double v = x, k = 0.79788456080286535588, c = 0.044715, u = k * (v + c * v * v * v);
+  const double s = 1 / (1 + std::exp(-2 * u)), s_neg = 1 / (1 + std::exp(2 * u));
+  const double term = 2 * v * s * s_neg * k * (1 + 3 * c * v * v);
+  return {s + term, s + std::fabs(term)};
+}
+
+// |f(x) - value| in units of f32's ulp at |size| (2^-149 at the least), over
+// the grid of sweep(): the largest for |x| <= |near| and everywhere, and where.
+template <typename F, typename Reference>
+Worst sweep_grad(F f, Reference reference, float near) {
+  Worst w;
+  for (uint32_t bits = 0; bits < 0x7f800000u; bits += from_bits(bits) < 16.5f ? 2039 : 65521) {
+    for (const float x : {from_bits(bits), -from_bits(bits)}) {
+      const Derivative r = reference(x);
+      int exponent;
+      std::frexp(r.size, &exponent);
+      const double ulp = std::ldexp(1.0, std::max(exponent - 24, -149));
+      const int64_t d = static_cast<int64_t>(std::ceil(std::fabs(double(f(x)) - r.value) / ulp));
+      if (d > w.all) w.all = d, w.all_x = x;
+      if (std::fabs(x) <= near && d > w.near) w.near = d, w.near_x = x;
+    }
+  }
+  return w;
+}
+
+TEST(VmathTest, GeluGradIsWithinItsStatedError) {
+  const Worst w = sweep_grad(gelu_grad_f32, gelu_grad_reference, 0);
+  EXPECT_LE(w.all, 6) << "at x = " << w.all_x;  // 5 measured, at x = -0.0011
+}
+
+// u rounded in f32, as gelu_tanh_f32.
+TEST(VmathTest, GeluTanhGradIsWithinItsStatedError) {
+  const Worst w = sweep_grad(gelu_tanh_grad_f32, gelu_tanh_grad_reference, 3);
+  EXPECT_LE(w.near, 16) << "|x| <= 3, at x = " << w.near_x;   // 12 measured, at x = -2.97
+  EXPECT_LE(w.all, 256) << "everywhere, at x = " << w.all_x;  // 164 measured, at x = -10.2
+}
+
+TEST(VmathTest, GeluGradOfSpecialValues) {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (auto grad : {gelu_grad_f32, gelu_tanh_grad_f32}) {
+    EXPECT_TRUE(std::isnan(grad(kInf)));  // inf * 0, docs/ops.md
+    EXPECT_TRUE(std::isnan(grad(-kInf)));
+    EXPECT_TRUE(std::isnan(grad(nan)));
+    EXPECT_TRUE(std::isnan(grad(-nan)));
+    EXPECT_EQ(grad(0.0f), 0.5f);
+    EXPECT_EQ(grad(-0.0f), 0.5f);
+    EXPECT_EQ(grad(3e38f), 1.0f);
+    EXPECT_EQ(grad(-3e38f), 0.0f);
+    EXPECT_EQ(grad(30.0f), 1.0f);
+    EXPECT_EQ(grad(-30.0f), 0.0f);
+    EXPECT_GT(grad(-0.5f), 0.0f);  // either side of the zero near -0.75
+    EXPECT_LT(grad(-1.0f), 0.0f);
+  }
+  // A subnormal, not flushed: about -1.5e-39 at x = -13.5.
+  EXPECT_LT(gelu_grad_f32(-13.5f), 0.0f);
+  EXPECT_GT(gelu_grad_f32(-13.5f), -std::numeric_limits<float>::min());
 }
 
 }  // namespace
