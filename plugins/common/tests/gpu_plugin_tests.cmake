@@ -20,6 +20,22 @@ function(oar_add_fake_library target source)
   target_compile_options(${target} PRIVATE -Wall -Wextra)
 endfunction()
 
+# oar_add_gpu_plugin_gtest(<plugin> [DEPENDS <fake libraries>...] [DEFINITIONS <defs>...])
+# The plugin's gtest program oar_<plugin>_plugin_test from plugin_test.cc
+# (with gpu_plugin_test_util.h), built after the plugin and its fakes, its
+# tests listed as <plugin>_plugin.*.
+function(oar_add_gpu_plugin_gtest plugin)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "" "DEPENDS;DEFINITIONS")
+  set(target oar_${plugin}_plugin_test)
+  add_executable(${target} plugin_test.cc)
+  target_link_libraries(${target} PRIVATE oar::headers GTest::gtest_main ${CMAKE_DL_LIBS})
+  target_compile_options(${target} PRIVATE -Wall -Wextra)
+  target_include_directories(${target} PRIVATE ${CMAKE_CURRENT_FUNCTION_LIST_DIR})
+  target_compile_definitions(${target} PRIVATE ${arg_DEFINITIONS})
+  add_dependencies(${target} oar_plugin_${plugin} ${arg_DEPENDS})
+  gtest_discover_tests(${target} TEST_PREFIX ${plugin}_plugin. DISCOVERY_TIMEOUT 30)
+endfunction()
+
 # oar_add_oar_list_tests(<plugin> <library word>
 #   RUNTIME_VAR <env var naming the vendor library> FAKE_TARGET <the fake library's target>
 #   REASONS <regex: the reasons the plugin gives for serving 0 devices>
