@@ -7,7 +7,7 @@ include_guard(GLOBAL)
 # The fake vendor library, named lib<NAME><SUFFIX> in a folder of its own
 # named after <source> (fake_driver.cc: fake_driver/), so that either the
 # plugin's variable naming the library's path or LD_LIBRARY_PATH=<folder>
-# selects it.
+# selects it. Its source may include fake_gpu_runtime.h.
 function(oar_add_fake_library target source)
   cmake_parse_arguments(PARSE_ARGV 2 arg "" "NAME;SUFFIX" "INCLUDES")
   get_filename_component(folder ${source} NAME_WE)
@@ -16,7 +16,8 @@ function(oar_add_fake_library target source)
     OUTPUT_NAME ${arg_NAME} SUFFIX ${arg_SUFFIX} NO_SONAME ON
     LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/${folder}
     CXX_VISIBILITY_PRESET hidden)
-  target_include_directories(${target} PRIVATE ${arg_INCLUDES})
+  # fake_gpu_runtime.h: the bookkeeping the fakes share.
+  target_include_directories(${target} PRIVATE ${arg_INCLUDES} ${CMAKE_CURRENT_FUNCTION_LIST_DIR})
   target_compile_options(${target} PRIVATE -Wall -Wextra)
 endfunction()
 

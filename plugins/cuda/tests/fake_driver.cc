@@ -45,6 +45,8 @@
 #include <string>
 #include <vector>
 
+#include "fake_gpu_runtime.h"
+
 #define FAKE_EXPORT extern "C" __attribute__((visibility("default")))
 
 struct CUctx_st {
@@ -54,15 +56,7 @@ struct CUctx_st {
   size_t used = 0;
 };
 
-namespace {
-
-struct Op {
-  enum Kind { kWork, kHost, kRecord } kind = kWork;
-  std::function<void()> run;
-  bool faults = false;  // a launch of OAR_CUDA_FAKE_FAULT_KERNEL
-};
-
-}  // namespace
+using oar_fake::Op;
 
 struct CUstream_st {
   CUctx_st* ctx = nullptr;
@@ -96,14 +90,8 @@ struct Allocation {
   bool host = false;
 };
 
-// One cuLaunchKernel, as the tests inspect it.
-struct Launch {
-  std::string name;
-  unsigned grid[3] = {};
-  unsigned block[3] = {};
-  unsigned shared = 0;
-  std::string params;  // the parameter buffer's bytes
-};
+using oar_fake::env_long;
+using oar_fake::Launch;  // one cuLaunchKernel
 
 struct State {
   std::recursive_mutex mutex;
@@ -136,29 +124,11 @@ void log_call(const std::string& what) {
   s.log += what + ";";
 }
 
-long env_long(const char* name, long fallback) {
-  const char* value = std::getenv(name);
-  return value != nullptr && *value != '\0' ? std::strtol(value, nullptr, 0) : fallback;
-}
-
 // Runs |stream|'s queued work in order; a fault stops it for good.
 void drain(CUstream_st* stream) {
   State& s = state();
-  CUctx_st* ctx = stream->ctx;
-  while (!stream->pending.empty()) {
-    Op op = std::move(stream->pending.front());
-    stream->pending.pop_front();
-    if (ctx->sticky != CUDA_SUCCESS) continue;  // a faulted context runs nothing
-    if (op.kind == Op::kWork) {
-      const bool faults = op.faults || (s.fault_after >= 0 && s.ops_run >= s.fault_after);
-      ++s.ops_run;
-      if (faults) {
-        ctx->sticky = CUDA_ERROR_ILLEGAL_ADDRESS;
-        continue;
-      }
-    }
-    op.run();
-  }
+  oar_fake::drain(stream->pending, stream->ctx->sticky, CUDA_SUCCESS, CUDA_ERROR_ILLEGAL_ADDRESS,
+                  s.fault_after, s.ops_run);
 }
 
 CUresult sticky() { return current == nullptr ? CUDA_ERROR_INVALID_CONTEXT : current->sticky; }
@@ -178,13 +148,7 @@ void drain_context(CUctx_st* ctx) {
 
 // The allocation holding [address, address + size), or nullptr.
 const Allocation* find(uintptr_t address, size_t size) {
-  auto& all = state().allocations;
-  auto it = all.upper_bound(address);
-  if (it == all.begin()) return nullptr;
-  --it;
-  const size_t room = it->second.size == 0 ? 1 : it->second.size;
-  if (address < it->first || address + size > it->first + room) return nullptr;
-  return &it->second;
+  return oar_fake::find_allocation(state().allocations, address, size);
 }
 
 const char* const kErrorNames[][2] = {
@@ -767,14 +731,8 @@ FAKE_EXPORT bool oar_cuda_fake_launch(size_t i, char* name, size_t name_size, un
                                       unsigned* block, unsigned* shared, const void** params,
                                       size_t* params_size) {
   LOCK;
-  if (i >= state().launches.size()) return false;
-  const Launch& l = state().launches[i];
-  std::snprintf(name, name_size, "%s", l.name.c_str());
-  for (int d = 0; d < 3; ++d) grid[d] = l.grid[d], block[d] = l.block[d];
-  *shared = l.shared;
-  *params = l.params.data();
-  *params_size = l.params.size();
-  return true;
+  return oar_fake::copy_launch(state().launches, i, name, name_size, grid, block, shared, params,
+                               params_size);
 }
 
 FAKE_EXPORT void oar_cuda_fake_clear_launches() {

@@ -51,6 +51,8 @@
 #include <string>
 #include <vector>
 
+#include "fake_gpu_runtime.h"
+
 #define FAKE_EXPORT extern "C" __attribute__((visibility("default")))
 
 namespace {
@@ -61,13 +63,9 @@ struct Device {
   size_t used = 0;
 };
 
-struct Op {
-  enum Kind { kWork, kHost, kRecord } kind = kWork;
-  std::function<void()> run;
-  bool faults = false;  // a launch of OAR_HIP_FAKE_FAULT_KERNEL
-};
-
 }  // namespace
+
+using oar_fake::Op;
 
 struct ihipStream_t {
   int device = 0;
@@ -101,13 +99,8 @@ struct Allocation {
   bool host = false;
 };
 
-struct Launch {
-  std::string name;
-  unsigned grid[3] = {};
-  unsigned block[3] = {};
-  unsigned shared = 0;
-  std::string params;  // the parameter buffer's bytes
-};
+using oar_fake::env_long;
+using oar_fake::Launch;  // one hipModuleLaunchKernel
 
 struct State {
   std::recursive_mutex mutex;
@@ -135,29 +128,11 @@ thread_local int current = 0;  // HIP's current device: 0 until hipSetDevice
 
 void log_call(const std::string& what) { state().log += what + ";"; }
 
-long env_long(const char* name, long fallback) {
-  const char* value = std::getenv(name);
-  return value != nullptr && *value != '\0' ? std::strtol(value, nullptr, 0) : fallback;
-}
-
 // Runs |stream|'s queued work in order; a fault stops it for good.
 void drain(ihipStream_t* stream) {
   State& s = state();
-  Device& device = s.devices[size_t(stream->device)];
-  while (!stream->pending.empty()) {
-    Op op = std::move(stream->pending.front());
-    stream->pending.pop_front();
-    if (device.sticky != hipSuccess) continue;  // a faulted device runs nothing
-    if (op.kind == Op::kWork) {
-      const bool faults = op.faults || (s.fault_after >= 0 && s.ops_run >= s.fault_after);
-      ++s.ops_run;
-      if (faults) {
-        device.sticky = hipErrorIllegalAddress;
-        continue;
-      }
-    }
-    op.run();
-  }
+  oar_fake::drain(stream->pending, s.devices[size_t(stream->device)].sticky, hipSuccess,
+                  hipErrorIllegalAddress, s.fault_after, s.ops_run);
 }
 
 hipError_t sticky() { return state().devices[size_t(current)].sticky; }
@@ -178,14 +153,7 @@ void drain_device(int device) {
 
 // The allocation holding [address, address + size), or nullptr.
 const Allocation* find(const void* pointer, size_t size) {
-  const uintptr_t address = uintptr_t(pointer);
-  auto& all = state().allocations;
-  auto it = all.upper_bound(address);
-  if (it == all.begin()) return nullptr;
-  --it;
-  const size_t room = it->second.size == 0 ? 1 : it->second.size;
-  if (address < it->first || address + size > it->first + room) return nullptr;
-  return &it->second;
+  return oar_fake::find_allocation(state().allocations, uintptr_t(pointer), size);
 }
 
 const std::map<int, const char*>& error_names() {
@@ -273,14 +241,8 @@ FAKE_EXPORT bool oar_hip_fake_launch(size_t i, char* name, size_t name_size, uns
                                      unsigned* block, unsigned* shared, const void** params,
                                      size_t* params_size) {
   LOCK;
-  if (i >= state().launches.size()) return false;
-  const Launch& l = state().launches[i];
-  std::snprintf(name, name_size, "%s", l.name.c_str());
-  for (int d = 0; d < 3; ++d) grid[d] = l.grid[d], block[d] = l.block[d];
-  *shared = l.shared;
-  *params = l.params.data();
-  *params_size = l.params.size();
-  return true;
+  return oar_fake::copy_launch(state().launches, i, name, name_size, grid, block, shared, params,
+                               params_size);
 }
 
 FAKE_EXPORT void oar_hip_fake_clear_launches() {
