@@ -6,6 +6,7 @@
 #ifndef OAR_PLUGINS_COMMON_TESTS_FAKE_GPU_RUNTIME_H_
 #define OAR_PLUGINS_COMMON_TESTS_FAKE_GPU_RUNTIME_H_
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -13,6 +14,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -33,6 +35,14 @@ struct Launch {
   unsigned block[3] = {};
   unsigned shared = 0;
   std::string params;  // the parameter buffer's bytes
+};
+
+// The runtime's codes for the answers the shared calls give.
+template <class Error>
+struct Codes {
+  Error ok;
+  Error invalid_handle;
+  Error not_ready;
 };
 
 // The switch |name| as a number (any base strtol reads), or |fallback| when
@@ -94,6 +104,53 @@ inline bool copy_launch(const std::deque<Launch>& launches, size_t i, char* name
   *params = l.params.data();
   *params_size = l.params.size();
   return true;
+}
+
+// A stream's or event's query: the sticky error of its context or device,
+// else not ready (and then |finish|, as the device finishes right after this
+// answer) until |done|.
+template <class Error, class Finish>
+Error query(Error sticky, bool done, Finish finish, const Codes<Error>& c) {
+  if (sticky != c.ok) return sticky;
+  if (!done) {
+    finish();
+    return c.not_ready;
+  }
+  return c.ok;
+}
+
+// Events, of a type with the fields timing, recorded, complete, stream and
+// when, kept alive in |events|.
+
+// Records |event| on |stream| through |enqueue| (the fake's, which checks the
+// stream): the queued record completes the event when it runs, unless the
+// event was destroyed by then.
+template <class Event, class Stream, class Error, class Enqueue>
+Error record(const std::set<Event*>& events, Event* event, Stream* stream, Enqueue enqueue,
+             const Codes<Error>& c) {
+  if (events.count(event) == 0) return c.invalid_handle;
+  const Error r = enqueue(stream, Op{Op::kRecord, [&events, event] {
+                                       if (events.count(event) == 0) return;
+                                       event->complete = true;
+                                       event->when = std::chrono::steady_clock::now();
+                                     }});
+  if (r != c.ok) return r;
+  event->recorded = true;
+  event->complete = false;
+  event->stream = stream;
+  return c.ok;
+}
+
+// The milliseconds from |start|'s record to |end|'s: both must be live timing
+// events whose records ran.
+template <class Event, class Error>
+Error elapsed(const std::set<Event*>& events, float* ms, Event* start, Event* end,
+              const Codes<Error>& c) {
+  if (events.count(start) == 0 || events.count(end) == 0) return c.invalid_handle;
+  if (!start->timing || !end->timing) return c.invalid_handle;
+  if (!start->recorded || !end->recorded || !start->complete || !end->complete) return c.not_ready;
+  *ms = std::chrono::duration<float, std::milli>(end->when - start->when).count();
+  return c.ok;
 }
 
 }  // namespace oar_fake

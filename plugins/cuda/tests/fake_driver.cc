@@ -90,6 +90,8 @@ struct Allocation {
   bool host = false;
 };
 
+constexpr oar_fake::Codes<CUresult> kCodes{CUDA_SUCCESS, CUDA_ERROR_INVALID_HANDLE,
+                                           CUDA_ERROR_NOT_READY};
 using oar_fake::env_long;
 using oar_fake::Launch;  // one cuLaunchKernel
 
@@ -525,12 +527,8 @@ FAKE_EXPORT CUresult cuStreamQuery(CUstream stream) {
   LOCK;
   REQUIRE_INIT;
   if (state().streams.count(stream) == 0) return CUDA_ERROR_INVALID_HANDLE;
-  if (stream->ctx->sticky != CUDA_SUCCESS) return stream->ctx->sticky;
-  if (!stream->pending.empty()) {
-    drain(stream);  // the "device" finishes right after this answer
-    return CUDA_ERROR_NOT_READY;
-  }
-  return CUDA_SUCCESS;
+  return oar_fake::query(
+      stream->ctx->sticky, stream->pending.empty(), [&] { drain(stream); }, kCodes);
 }
 
 FAKE_EXPORT CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int) {
@@ -577,29 +575,19 @@ FAKE_EXPORT CUresult cuEventDestroy(CUevent event) {
 FAKE_EXPORT CUresult cuEventRecord(CUevent event, CUstream stream) {
   LOCK;
   REQUIRE_INIT;
-  if (state().events.count(event) == 0) return CUDA_ERROR_INVALID_HANDLE;
-  CUresult r = enqueue(stream, {Op::kRecord, [=] {
-                                  if (state().events.count(event) == 0) return;
-                                  event->complete = true;
-                                  event->when = std::chrono::steady_clock::now();
-                                }});
-  if (r != CUDA_SUCCESS) return r;
-  event->recorded = true;
-  event->complete = false;
-  event->stream = stream;
-  return CUDA_SUCCESS;
+  return oar_fake::record(state().events, event, stream, enqueue, kCodes);
 }
 
 FAKE_EXPORT CUresult cuEventQuery(CUevent event) {
   LOCK;
   REQUIRE_INIT;
   if (state().events.count(event) == 0) return CUDA_ERROR_INVALID_HANDLE;
-  if (event->ctx->sticky != CUDA_SUCCESS) return event->ctx->sticky;
-  if (!event->complete) {
-    if (event->stream != nullptr) drain(event->stream);
-    return CUDA_ERROR_NOT_READY;
-  }
-  return CUDA_SUCCESS;
+  return oar_fake::query(
+      event->ctx->sticky, event->complete,
+      [&] {
+        if (event->stream != nullptr) drain(event->stream);
+      },
+      kCodes);
 }
 
 FAKE_EXPORT CUresult cuEventSynchronize(CUevent event) {
@@ -613,13 +601,7 @@ FAKE_EXPORT CUresult cuEventSynchronize(CUevent event) {
 FAKE_EXPORT CUresult cuEventElapsedTime(float* ms, CUevent start, CUevent end) {
   LOCK;
   REQUIRE_INIT;
-  if (state().events.count(start) == 0 || state().events.count(end) == 0)
-    return CUDA_ERROR_INVALID_HANDLE;
-  if (!start->timing || !end->timing) return CUDA_ERROR_INVALID_HANDLE;
-  if (!start->recorded || !end->recorded || !start->complete || !end->complete)
-    return CUDA_ERROR_NOT_READY;
-  *ms = std::chrono::duration<float, std::milli>(end->when - start->when).count();
-  return CUDA_SUCCESS;
+  return oar_fake::elapsed(state().events, ms, start, end, kCodes);
 }
 
 // --- modules and launches ----------------------------------------------------------------

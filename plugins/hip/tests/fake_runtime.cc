@@ -99,6 +99,7 @@ struct Allocation {
   bool host = false;
 };
 
+constexpr oar_fake::Codes<hipError_t> kCodes{hipSuccess, hipErrorInvalidHandle, hipErrorNotReady};
 using oar_fake::env_long;
 using oar_fake::Launch;  // one hipModuleLaunchKernel
 
@@ -480,13 +481,9 @@ FAKE_EXPORT hipError_t hipStreamQuery(hipStream_t stream) {
   LOCK;
   REQUIRE_INIT;
   if (state().streams.count(stream) == 0) return hipErrorInvalidHandle;
-  const hipError_t error = state().devices[size_t(stream->device)].sticky;
-  if (error != hipSuccess) return error;
-  if (!stream->pending.empty()) {
-    drain(stream);  // the "device" finishes right after this answer
-    return hipErrorNotReady;
-  }
-  return hipSuccess;
+  return oar_fake::query(
+      state().devices[size_t(stream->device)].sticky, stream->pending.empty(),
+      [&] { drain(stream); }, kCodes);
 }
 
 FAKE_EXPORT hipError_t hipStreamWaitEvent(hipStream_t stream, hipEvent_t event, unsigned int) {
@@ -536,30 +533,19 @@ FAKE_EXPORT hipError_t hipEventDestroy(hipEvent_t event) {
 FAKE_EXPORT hipError_t hipEventRecord(hipEvent_t event, hipStream_t stream) {
   LOCK;
   REQUIRE_INIT;
-  if (state().events.count(event) == 0) return hipErrorInvalidHandle;
-  hipError_t r = enqueue(stream, {Op::kRecord, [=] {
-                                    if (state().events.count(event) == 0) return;
-                                    event->complete = true;
-                                    event->when = std::chrono::steady_clock::now();
-                                  }});
-  if (r != hipSuccess) return r;
-  event->recorded = true;
-  event->complete = false;
-  event->stream = stream;
-  return hipSuccess;
+  return oar_fake::record(state().events, event, stream, enqueue, kCodes);
 }
 
 FAKE_EXPORT hipError_t hipEventQuery(hipEvent_t event) {
   LOCK;
   REQUIRE_INIT;
   if (state().events.count(event) == 0) return hipErrorInvalidHandle;
-  const hipError_t error = state().devices[size_t(event->device)].sticky;
-  if (error != hipSuccess) return error;
-  if (!event->complete) {
-    if (event->stream != nullptr) drain(event->stream);
-    return hipErrorNotReady;
-  }
-  return hipSuccess;
+  return oar_fake::query(
+      state().devices[size_t(event->device)].sticky, event->complete,
+      [&] {
+        if (event->stream != nullptr) drain(event->stream);
+      },
+      kCodes);
 }
 
 FAKE_EXPORT hipError_t hipEventSynchronize(hipEvent_t event) {
@@ -573,13 +559,7 @@ FAKE_EXPORT hipError_t hipEventSynchronize(hipEvent_t event) {
 FAKE_EXPORT hipError_t hipEventElapsedTime(float* ms, hipEvent_t start, hipEvent_t end) {
   LOCK;
   REQUIRE_INIT;
-  if (state().events.count(start) == 0 || state().events.count(end) == 0)
-    return hipErrorInvalidHandle;
-  if (!start->timing || !end->timing) return hipErrorInvalidHandle;
-  if (!start->recorded || !end->recorded || !start->complete || !end->complete)
-    return hipErrorNotReady;
-  *ms = std::chrono::duration<float, std::milli>(end->when - start->when).count();
-  return hipSuccess;
+  return oar_fake::elapsed(state().events, ms, start, end, kCodes);
 }
 
 // --- modules and launches ----------------------------------------------------------------
