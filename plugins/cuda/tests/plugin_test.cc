@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu_plugin_behaviour_tests.h"
 #include "gpu_plugin_test_util.h"
 #include "oar/oar.h"
 
@@ -56,8 +57,20 @@ const char* const kSwitches[] = {
     "OAR_CUDA_CUBLAS",          "OAR_CUDA_FAKE_CUBLAS_STATUS", "OAR_CUDA_NCCL",
     "OAR_CUDA_FAKE_NCCL_RESULT"};
 
-class CudaPluginTest : public oar_gpu_test::PluginTest<api> {
+class CudaPluginTest : public oar_gpu_test::BehaviourTest<api> {
  protected:
+  const char* fake_log() override { return fake().log(); }
+  int fake_live() override { return fake().live(); }
+  const oar_gpu_test::FakeNames& names() override {
+    static const oar_gpu_test::FakeNames kNames = {
+        "OAR_CUDA_FAKE_MEMORY",
+        "OAR_CUDA_FAKE_FAULT_AFTER",
+        "cuMemHostAlloc",
+        "cuMemFreeHost",
+        "cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY",
+        "cuStreamSynchronize failed: CUDA_ERROR_ILLEGAL_ADDRESS"};
+    return kNames;
+  }
   void SetUp() override {
     ASSERT_NE(api(), nullptr) << dlerror();
     ASSERT_NE(fake().log, nullptr);
@@ -165,226 +178,38 @@ TEST_F(CudaPluginTest, OpenLoadsTheKernelsAndCloseReleasesEverythingInOrder) {
 }
 
 TEST_F(CudaPluginTest, FinalizeReleasesDevicesTheHostLeft) {
-  start();
-  oar_device_t device = open();
-  stream(device);
-  allocate(device, 16);
-  finalize();
-  EXPECT_EQ(fake().live(), 0) << fake().log();
+  finalize_releases_devices_the_host_left();
 }
 
 TEST_F(CudaPluginTest, CopiesAndFillsAreStreamOrderedAndAsynchronous) {
-  start();
-  oar_device_t device = open();
-  oar_stream_t s = stream(device);
-  oar_memory_t a = allocate(device, 256);
-  oar_memory_t b = allocate(device, 256);
-  std::vector<uint8_t> in(256), out(256, 0xee);
-  for (size_t i = 0; i < in.size(); ++i) in[i] = uint8_t(i);
-  ASSERT_EQ(api()->memory_copy_h2d(s, a, 0, in.data(), 256), OAR_STATUS_OK) << last_error;
-  ASSERT_EQ(api()->memory_fill(s, a, 16, 0x7f, 16), OAR_STATUS_OK) << last_error;
-  ASSERT_EQ(api()->memory_copy_d2d(s, b, 8, a, 0, 248), OAR_STATUS_OK) << last_error;
-  ASSERT_EQ(api()->memory_copy_d2h(s, out.data(), b, 0, 256), OAR_STATUS_OK) << last_error;
-  bool idle = true;
-  ASSERT_EQ(api()->stream_query(s, &idle), OAR_STATUS_OK) << last_error;
-  EXPECT_FALSE(idle);  // the fake ran nothing yet
-  ASSERT_EQ(api()->stream_synchronize(s), OAR_STATUS_OK) << last_error;
-  for (size_t i = 8; i < 256; ++i) {
-    const uint8_t expected = (i - 8 >= 16 && i - 8 < 32) ? 0x7f : uint8_t(i - 8);
-    ASSERT_EQ(out[i], expected) << i;
-  }
-  ASSERT_EQ(api()->stream_query(s, &idle), OAR_STATUS_OK);
-  EXPECT_TRUE(idle);
-  // Ranges are checked before the driver sees them.
-  EXPECT_EQ(api()->memory_copy_h2d(s, a, 200, in.data(), 57), OAR_STATUS_OUT_OF_RANGE);
-  EXPECT_EQ(api()->memory_copy_d2d(s, a, 0, a, 8, 16), OAR_STATUS_INVALID_ARGUMENT);
-  uint64_t free_bytes = 0, total = 0;
-  ASSERT_EQ(api()->device_memory_info(device, &free_bytes, &total), OAR_STATUS_OK);
-  EXPECT_EQ(total - free_bytes, 512u);
-  EXPECT_EQ(api()->memory_free(device, a), OAR_STATUS_OK);
-  EXPECT_EQ(api()->memory_free(device, a), OAR_STATUS_INVALID_ARGUMENT);  // twice
-  EXPECT_EQ(api()->memory_free(device, b), OAR_STATUS_OK);
-  EXPECT_EQ(api()->stream_destroy(s), OAR_STATUS_OK);
-  EXPECT_EQ(api()->device_close(device), OAR_STATUS_OK);
-  EXPECT_EQ(fake().live(), 0) << fake().log();
+  copies_and_fills_are_stream_ordered_and_asynchronous();
 }
 
 TEST_F(CudaPluginTest, PinnedHostMemoryHasAHostAddressDeviceMemoryHasNone) {
-  start();
-  oar_device_t device = open();
-  oar_memory_t pinned = allocate(device, 64, OAR_MEMORY_KIND_HOST_PINNED);
-  oar_memory_t dev = allocate(device, 64);
-  void* address = nullptr;
-  ASSERT_EQ(api()->memory_host_address(device, pinned, &address), OAR_STATUS_OK) << last_error;
-  std::memset(address, 5, 64);
-  EXPECT_EQ(api()->memory_host_address(device, dev, &address), OAR_STATUS_INVALID_ARGUMENT);
-  oar_memory_t unified = nullptr;
-  EXPECT_EQ(api()->memory_allocate(device, 64, OAR_MEMORY_KIND_UNIFIED, &unified),
-            OAR_STATUS_INVALID_ARGUMENT);
-  EXPECT_EQ(api()->memory_free(device, pinned), OAR_STATUS_OK);
-  EXPECT_EQ(api()->memory_free(device, dev), OAR_STATUS_OK);
-  EXPECT_EQ(api()->device_close(device), OAR_STATUS_OK);
+  pinned_host_memory_has_a_host_address_device_memory_has_none();
 }
 
 TEST_F(CudaPluginTest, AllocationFailureIsResourceExhaustedWithTheDriversName) {
-  setenv("OAR_CUDA_FAKE_MEMORY", "4096", 1);
-  start();
-  oar_device_t device = open();
-  oar_memory_t m = nullptr;
-  EXPECT_EQ(api()->memory_allocate(device, 4097, OAR_MEMORY_KIND_DEVICE, &m),
-            OAR_STATUS_INVALID_ARGUMENT);  // above max_allocation_size
-  oar_memory_t first = allocate(device, 4000);
-  EXPECT_EQ(api()->memory_allocate(device, 1000, OAR_MEMORY_KIND_DEVICE, &m),
-            OAR_STATUS_RESOURCE_EXHAUSTED);
-  EXPECT_NE(last_error.find("cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY"), std::string::npos)
-      << last_error;
-  EXPECT_EQ(m, nullptr);
-  EXPECT_EQ(api()->memory_free(device, first), OAR_STATUS_OK);
-  EXPECT_EQ(api()->device_close(device), OAR_STATUS_OK);
+  allocation_failure_is_resource_exhausted_with_the_runtimes_name();
 }
 
-TEST_F(CudaPluginTest, EventsOrderStreamsAndTime) {
-  start();
-  oar_device_t device = open();
-  oar_stream_t a = stream(device), b = stream(device);
-  oar_memory_t m = allocate(device, 64);
-  oar_event_t start_event = event(device, OAR_EVENT_FLAG_TIMING);
-  oar_event_t end_event = event(device, OAR_EVENT_FLAG_TIMING);
-  oar_event_t plain = event(device);
-  bool done = false;
-  ASSERT_EQ(api()->event_query(plain, &done), OAR_STATUS_OK);
-  EXPECT_TRUE(done);  // never recorded
-  EXPECT_EQ(api()->stream_wait_event(b, plain), OAR_STATUS_FAILED_PRECONDITION);
-  std::vector<uint8_t> in(64, 3), out(64, 0);
-  ASSERT_EQ(api()->event_record(start_event, a), OAR_STATUS_OK) << last_error;
-  ASSERT_EQ(api()->memory_copy_h2d(a, m, 0, in.data(), 64), OAR_STATUS_OK);
-  ASSERT_EQ(api()->event_record(end_event, a), OAR_STATUS_OK) << last_error;
-  float ms = -1;
-  EXPECT_EQ(api()->event_elapsed_ms(start_event, end_event, &ms), OAR_STATUS_FAILED_PRECONDITION);
-  // b waits for a's copy, then reads it back.
-  ASSERT_EQ(api()->stream_wait_event(b, end_event), OAR_STATUS_OK) << last_error;
-  ASSERT_EQ(api()->memory_copy_d2h(b, out.data(), m, 0, 64), OAR_STATUS_OK);
-  ASSERT_EQ(api()->stream_synchronize(b), OAR_STATUS_OK) << last_error;
-  EXPECT_EQ(out, in);
-  ASSERT_EQ(api()->event_synchronize(end_event), OAR_STATUS_OK);
-  ASSERT_EQ(api()->event_elapsed_ms(start_event, end_event, &ms), OAR_STATUS_OK) << last_error;
-  EXPECT_GE(ms, 0.0f);
-  ASSERT_EQ(api()->event_record(plain, a), OAR_STATUS_OK);
-  ASSERT_EQ(api()->event_synchronize(plain), OAR_STATUS_OK);
-  EXPECT_EQ(api()->event_elapsed_ms(start_event, plain, &ms), OAR_STATUS_FAILED_PRECONDITION);
-  for (oar_event_t e : {start_event, end_event, plain}) EXPECT_EQ(api()->event_destroy(e), 0);
-  EXPECT_EQ(api()->memory_free(device, m), OAR_STATUS_OK);
-  EXPECT_EQ(api()->stream_destroy(a), OAR_STATUS_OK);
-  EXPECT_EQ(api()->stream_destroy(b), OAR_STATUS_OK);
-  EXPECT_EQ(api()->device_close(device), OAR_STATUS_OK);
-  EXPECT_EQ(fake().live(), 0) << fake().log();
-}
-
-struct Calls {
-  std::vector<oar_status_t> statuses;
-  std::vector<uint8_t>* data = nullptr;
-  uint8_t seen = 0;
-};
-void record_call(void* user_data, oar_status_t status) {
-  auto* calls = static_cast<Calls*>(user_data);
-  calls->statuses.push_back(status);
-  if (calls->data != nullptr) calls->seen = (*calls->data)[0];
-}
+TEST_F(CudaPluginTest, EventsOrderStreamsAndTime) { events_order_streams_and_time(); }
 
 TEST_F(CudaPluginTest, HostCallbacksRunAfterTheWorkBeforeThem) {
-  start();
-  oar_device_t device = open();
-  oar_stream_t s = stream(device);
-  oar_memory_t m = allocate(device, 8);
-  std::vector<uint8_t> in(8, 9), out(8, 0);
-  Calls calls;
-  calls.data = &out;
-  ASSERT_EQ(api()->memory_copy_h2d(s, m, 0, in.data(), 8), OAR_STATUS_OK);
-  ASSERT_EQ(api()->memory_copy_d2h(s, out.data(), m, 0, 8), OAR_STATUS_OK);
-  ASSERT_EQ(api()->stream_add_host_callback(s, record_call, &calls), OAR_STATUS_OK);
-  EXPECT_TRUE(calls.statuses.empty());
-  ASSERT_EQ(api()->stream_synchronize(s), OAR_STATUS_OK);
-  ASSERT_EQ(calls.statuses.size(), 1u);
-  EXPECT_EQ(calls.statuses[0], OAR_STATUS_OK);
-  EXPECT_EQ(calls.seen, 9);  // the copy before it had landed
-  EXPECT_EQ(api()->stream_add_host_callback(s, nullptr, nullptr), OAR_STATUS_INVALID_ARGUMENT);
-  EXPECT_EQ(api()->memory_free(device, m), OAR_STATUS_OK);
-  EXPECT_EQ(api()->device_close(device), OAR_STATUS_OK);
+  host_callbacks_run_after_the_work_before_them();
 }
 
 // The async error model: a fault in queued work (CUDA's sticky
 // CUDA_ERROR_ILLEGAL_ADDRESS) fails the stream with the CUresult's name.
 TEST_F(CudaPluginTest, AnAsynchronousFaultFailsTheStreamWithTheCUresultName) {
-  setenv("OAR_CUDA_FAKE_FAULT_AFTER", "1", 1);  // the second operation faults
-  start();
-  oar_device_t device = open();
-  oar_stream_t s = stream(device);
-  oar_memory_t m = allocate(device, 64);
-  std::vector<uint8_t> in(64, 1), out(64, 0);
-  Calls calls;
-  oar_event_t e = event(device);  // (a faulted context creates no more events)
-  ASSERT_EQ(api()->memory_copy_h2d(s, m, 0, in.data(), 64), OAR_STATUS_OK);
-  ASSERT_EQ(api()->memory_fill(s, m, 0, 2, 64), OAR_STATUS_OK);  // faults when it runs
-  ASSERT_EQ(api()->memory_copy_d2h(s, out.data(), m, 0, 64), OAR_STATUS_OK);
-  ASSERT_EQ(api()->stream_add_host_callback(s, record_call, &calls), OAR_STATUS_OK);
-  EXPECT_EQ(api()->stream_synchronize(s), OAR_STATUS_ABORTED);
-  EXPECT_NE(last_error.find("CUDA_ERROR_ILLEGAL_ADDRESS"), std::string::npos) << last_error;
-  EXPECT_EQ(out, std::vector<uint8_t>(64, 0));  // nothing after the fault ran
-  // The driver never runs the callback after the fault: the plugin calls it
-  // with the failure, once.
-  ASSERT_EQ(calls.statuses.size(), 1u);
-  EXPECT_EQ(calls.statuses[0], OAR_STATUS_ABORTED);
-  // The stream stays failed, for queries, events recorded afterwards and new work.
-  bool idle = false;
-  EXPECT_EQ(api()->stream_query(s, &idle), OAR_STATUS_ABORTED);
-  EXPECT_EQ(api()->stream_synchronize(s), OAR_STATUS_ABORTED);
-  ASSERT_EQ(api()->event_record(e, s), OAR_STATUS_OK);
-  EXPECT_EQ(api()->event_synchronize(e), OAR_STATUS_ABORTED);
-  EXPECT_EQ(api()->memory_copy_h2d(s, m, 0, in.data(), 64), OAR_STATUS_ABORTED);
-  Calls late;
-  ASSERT_EQ(api()->stream_add_host_callback(s, record_call, &late), OAR_STATUS_OK);
-  ASSERT_EQ(late.statuses.size(), 1u);
-  EXPECT_EQ(late.statuses[0], OAR_STATUS_ABORTED);
-  EXPECT_EQ(api()->device_synchronize(device), OAR_STATUS_ABORTED);
-  // Teardown of a faulted device still releases everything.
-  EXPECT_EQ(api()->event_destroy(e), OAR_STATUS_OK);
-  EXPECT_EQ(api()->memory_free(device, m), OAR_STATUS_OK);
-  EXPECT_EQ(api()->stream_destroy(s), OAR_STATUS_OK);
-  EXPECT_EQ(api()->device_close(device), OAR_STATUS_OK);
-  EXPECT_EQ(fake().live(), 0) << fake().log();
-  EXPECT_EQ(calls.statuses.size(), 1u);  // still once
+  an_asynchronous_fault_fails_the_stream_with_the_errors_name();
 }
 
 TEST_F(CudaPluginTest, AFaultOnOneStreamFailsTheOthersOfTheContextWhenTheyLookAgain) {
-  setenv("OAR_CUDA_FAKE_FAULT_AFTER", "0", 1);
-  start();
-  oar_device_t device = open();
-  oar_stream_t a = stream(device), b = stream(device);
-  oar_memory_t m = allocate(device, 8);
-  ASSERT_EQ(api()->memory_fill(a, m, 0, 1, 8), OAR_STATUS_OK);
-  EXPECT_EQ(api()->stream_synchronize(a), OAR_STATUS_ABORTED);
-  // CUDA's sticky errors poison the context: b reports it too.
-  EXPECT_EQ(api()->stream_synchronize(b), OAR_STATUS_ABORTED);
-  EXPECT_NE(last_error.find("cuStreamSynchronize failed: CUDA_ERROR_ILLEGAL_ADDRESS"),
-            std::string::npos)
-      << last_error;
-  EXPECT_EQ(api()->device_close(device), OAR_STATUS_OK);
-  EXPECT_EQ(fake().live(), 0) << fake().log();
+  a_fault_on_one_stream_fails_the_others_when_they_look_again();
 }
 
-TEST_F(CudaPluginTest, ArgumentsAreChecked) {
-  start();
-  oar_device_t device = open();
-  oar_stream_desc_t desc{OAR_STREAM_DESC_STRUCT_SIZE, 0, 1};
-  oar_stream_t s = nullptr;
-  EXPECT_EQ(api()->stream_create(device, &desc, &s), OAR_STATUS_INVALID_ARGUMENT);
-  oar_event_t e = nullptr;
-  EXPECT_EQ(api()->event_create(device, 4, &e), OAR_STATUS_INVALID_ARGUMENT);
-  EXPECT_EQ(api()->stream_destroy(nullptr), OAR_STATUS_OK);
-  EXPECT_EQ(api()->memory_free(device, nullptr), OAR_STATUS_OK);
-  EXPECT_EQ(api()->device_close(nullptr), OAR_STATUS_OK);
-  EXPECT_EQ(api()->device_close(device), OAR_STATUS_OK);
-}
+TEST_F(CudaPluginTest, ArgumentsAreChecked) { arguments_are_checked(); }
 
 // --- operators: registration and launches ------------------------------------------
 //
