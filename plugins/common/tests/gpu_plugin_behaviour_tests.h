@@ -5,8 +5,10 @@
 // bodies from its own TEST_Fs, with its runtime's names in FakeNames.
 #pragma once
 
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -26,6 +28,29 @@ struct FakeNames {
   const char* pinned_free;
   const char* out_of_memory;      // the plugin's error for a failed device allocation
   const char* synchronize_fault;  // ... and for a stream synchronize after a fault
+};
+
+// The fake vendor library's inspection entry points <prefix>log, live,
+// launch_count, launch and clear_launches (see the fakes), from the library at
+// |path|, which stays loaded: the test holds it.
+struct FakeInspection {
+  FakeInspection(const char* path, const std::string& prefix) {
+    void* library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    auto symbol = [&](const char* name) {
+      return library == nullptr ? nullptr : dlsym(library, (prefix + name).c_str());
+    };
+    log = reinterpret_cast<const char* (*)()>(symbol("log"));
+    live = reinterpret_cast<int (*)()>(symbol("live"));
+    launch_count = reinterpret_cast<size_t (*)()>(symbol("launch_count"));
+    launch = reinterpret_cast<decltype(launch)>(symbol("launch"));
+    clear_launches = reinterpret_cast<void (*)()>(symbol("clear_launches"));
+  }
+  const char* (*log)() = nullptr;
+  int (*live)() = nullptr;
+  size_t (*launch_count)() = nullptr;
+  bool (*launch)(size_t, char*, size_t, unsigned*, unsigned*, unsigned*, const void**,
+                 size_t*) = nullptr;
+  void (*clear_launches)() = nullptr;
 };
 
 // A host callback's calls: the statuses it got and the first byte of |data|

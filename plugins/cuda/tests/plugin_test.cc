@@ -29,25 +29,9 @@ const oar_plugin_api_t* api() {
   return table;
 }
 
-// The fake's inspection entry points (the fake stays loaded: we hold it).
-struct Fake {
-  Fake() {
-    void* library = dlopen(OAR_CUDA_FAKE_DRIVER_PATH, RTLD_NOW | RTLD_LOCAL);
-    log = reinterpret_cast<const char* (*)()>(dlsym(library, "oar_cuda_fake_log"));
-    live = reinterpret_cast<int (*)()>(dlsym(library, "oar_cuda_fake_live"));
-    launch_count = reinterpret_cast<size_t (*)()>(dlsym(library, "oar_cuda_fake_launch_count"));
-    launch = reinterpret_cast<decltype(launch)>(dlsym(library, "oar_cuda_fake_launch"));
-    clear_launches = reinterpret_cast<void (*)()>(dlsym(library, "oar_cuda_fake_clear_launches"));
-  }
-  const char* (*log)() = nullptr;
-  int (*live)() = nullptr;
-  size_t (*launch_count)() = nullptr;
-  bool (*launch)(size_t, char*, size_t, unsigned*, unsigned*, unsigned*, const void**,
-                 size_t*) = nullptr;
-  void (*clear_launches)() = nullptr;
-};
-Fake& fake() {
-  static Fake f;
+// The fake's inspection entry points.
+oar_gpu_test::FakeInspection& fake() {
+  static oar_gpu_test::FakeInspection f(OAR_CUDA_FAKE_DRIVER_PATH, "oar_cuda_fake_");
   return f;
 }
 
