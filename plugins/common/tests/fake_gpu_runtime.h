@@ -14,9 +14,12 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace oar_fake {
 
@@ -50,6 +53,64 @@ struct Codes {
 inline long env_long(const char* name, long fallback) {
   const char* value = std::getenv(name);
   return value != nullptr && *value != '\0' ? std::strtol(value, nullptr, 0) : fallback;
+}
+
+// The state both fakes keep, over their runtime's object types; each fake's
+// State derives from it and adds its devices (and CUDA its contexts).
+template <class Stream, class Event, class Module, class Function, class Allocation>
+struct Core {
+  std::recursive_mutex mutex;
+  bool initialized = false;
+  size_t memory = size_t(1) << 30;  // device memory per device
+  long fault_after = -1;
+  std::string fault_kernel;
+  long ops_run = 0;
+  std::map<uintptr_t, Allocation> allocations;
+  std::set<Stream*> streams;
+  std::set<Event*> events;
+  std::set<Module*> modules;
+  std::vector<std::unique_ptr<Function>> functions;
+  std::string log;  // the calls that create and destroy objects, each ended by ';'
+  std::deque<Launch> launches;
+
+  // At init: a new plugin instance starts from scratch (objects a test leaked
+  // are dropped with the old state, not freed).
+  void reset() {
+    initialized = false;
+    fault_kernel.clear();
+    ops_run = 0;
+    allocations.clear();
+    streams.clear();
+    events.clear();
+    modules.clear();
+    functions.clear();
+    log.clear();
+  }
+
+  // The switches <prefix>MEMORY (bytes, default 1 GiB), <prefix>FAULT_AFTER
+  // and <prefix>FAULT_KERNEL.
+  void read_switches(const std::string& prefix) {
+    memory = size_t(env_long((prefix + "MEMORY").c_str(), long(1) << 30));
+    fault_after = env_long((prefix + "FAULT_AFTER").c_str(), -1);
+    if (const char* k = std::getenv((prefix + "FAULT_KERNEL").c_str())) fault_kernel = k;
+  }
+
+  // The objects alive: allocations, streams, events and modules.
+  int live() const {
+    return int(allocations.size() + streams.size() + events.size() + modules.size());
+  }
+};
+
+// The items of a comma-separated list ("" gives one empty item).
+inline std::vector<std::string> split_list(const std::string& list) {
+  std::vector<std::string> items;
+  for (size_t start = 0; start <= list.size();) {
+    size_t comma = list.find(',', start);
+    if (comma == std::string::npos) comma = list.size();
+    items.push_back(list.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return items;
 }
 
 // Runs |pending| in order. Device work counts towards |fault_after| (-1: never);

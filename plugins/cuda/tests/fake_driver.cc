@@ -95,23 +95,10 @@ constexpr oar_fake::Codes<CUresult> kCodes{CUDA_SUCCESS, CUDA_ERROR_INVALID_HAND
 using oar_fake::env_long;
 using oar_fake::Launch;  // one cuLaunchKernel
 
-struct State {
-  std::recursive_mutex mutex;
-  bool initialized = false;
+struct State : oar_fake::Core<CUstream_st, CUevent_st, CUmod_st, CUfunc_st, Allocation> {
   int devices = 1;
   std::vector<int> cc;
-  size_t memory = size_t(1) << 30;
-  long fault_after = -1;
-  std::string fault_kernel;
-  long ops_run = 0;
-  std::vector<std::unique_ptr<CUctx_st>> contexts;
-  std::map<uintptr_t, Allocation> allocations;
-  std::set<CUstream_st*> streams;
-  std::set<CUevent_st*> events;
-  std::set<CUmod_st*> modules;
-  std::vector<std::unique_ptr<CUfunc_st>> functions;
-  std::string log;
-  std::deque<Launch> launches;
+  std::vector<std::unique_ptr<CUctx_st>> contexts;  // each device's primary context
 };
 
 State& state() {
@@ -187,7 +174,7 @@ FAKE_EXPORT const char* oar_cuda_fake_log() {
 FAKE_EXPORT int oar_cuda_fake_live() {
   LOCK;
   State& s = state();
-  int live = int(s.allocations.size() + s.streams.size() + s.events.size() + s.modules.size());
+  int live = s.live();
   for (auto& ctx : s.contexts) live += ctx->refs;
   return live;
 }
@@ -207,31 +194,17 @@ FAKE_EXPORT CUresult cuInit(unsigned int) {
   }
   // A new plugin instance starts from scratch (objects a test leaked are
   // dropped with the old state, not freed).
-  s.initialized = false;
+  s.reset();
   s.cc.clear();
-  s.fault_kernel.clear();
-  s.ops_run = 0;
   s.contexts.clear();
-  s.allocations.clear();
-  s.streams.clear();
-  s.events.clear();
-  s.modules.clear();
-  s.functions.clear();
-  s.log.clear();
   long code = env_long("OAR_CUDA_FAKE_INIT_ERROR", 0);
   if (code != 0) return CUresult(code);
   s.devices = int(env_long("OAR_CUDA_FAKE_DEVICES", 1));
   if (s.devices <= 0) return CUDA_ERROR_NO_DEVICE;
-  s.memory = size_t(env_long("OAR_CUDA_FAKE_MEMORY", long(1) << 30));
-  s.fault_after = env_long("OAR_CUDA_FAKE_FAULT_AFTER", -1);
-  if (const char* k = std::getenv("OAR_CUDA_FAKE_FAULT_KERNEL")) s.fault_kernel = k;
-  std::string cc = std::getenv("OAR_CUDA_FAKE_CC") ? std::getenv("OAR_CUDA_FAKE_CC") : "80";
-  for (size_t start = 0; start <= cc.size();) {
-    size_t comma = cc.find(',', start);
-    if (comma == std::string::npos) comma = cc.size();
-    s.cc.push_back(std::atoi(cc.substr(start, comma - start).c_str()));
-    start = comma + 1;
-  }
+  s.read_switches("OAR_CUDA_FAKE_");
+  const char* cc = std::getenv("OAR_CUDA_FAKE_CC");
+  for (const std::string& item : oar_fake::split_list(cc != nullptr ? cc : "80"))
+    s.cc.push_back(std::atoi(item.c_str()));
   for (int i = 0; i < s.devices; ++i) {
     s.contexts.push_back(std::make_unique<CUctx_st>());
     s.contexts.back()->device = i;

@@ -103,21 +103,9 @@ constexpr oar_fake::Codes<hipError_t> kCodes{hipSuccess, hipErrorInvalidHandle, 
 using oar_fake::env_long;
 using oar_fake::Launch;  // one hipModuleLaunchKernel
 
-struct State {
-  std::recursive_mutex mutex;
-  bool initialized = false;
+struct State
+    : oar_fake::Core<ihipStream_t, ihipEvent_t, ihipModule_t, ihipModuleSymbol_t, Allocation> {
   std::vector<Device> devices;
-  size_t memory = size_t(1) << 30;
-  long fault_after = -1;
-  std::string fault_kernel;
-  long ops_run = 0;
-  std::map<uintptr_t, Allocation> allocations;
-  std::set<ihipStream_t*> streams;
-  std::set<ihipEvent_t*> events;
-  std::set<ihipModule_t*> modules;
-  std::vector<std::unique_ptr<ihipModuleSymbol_t>> functions;
-  std::string log;
-  std::deque<Launch> launches;
 };
 
 State& state() {
@@ -226,8 +214,7 @@ FAKE_EXPORT const char* oar_hip_fake_log() {
 
 FAKE_EXPORT int oar_hip_fake_live() {
   LOCK;
-  State& s = state();
-  return int(s.allocations.size() + s.streams.size() + s.events.size() + s.modules.size());
+  return state().live();
 }
 
 FAKE_EXPORT size_t oar_hip_fake_launch_count() {
@@ -256,35 +243,16 @@ FAKE_EXPORT void oar_hip_fake_clear_launches() {
 FAKE_EXPORT hipError_t hipInit(unsigned int) {
   LOCK;
   State& s = state();
-  // A new plugin instance starts from scratch (objects a test leaked are
-  // dropped with the old state, not freed).
-  s.initialized = false;
+  s.reset();  // a new plugin instance starts from scratch
   s.devices.clear();
-  s.fault_kernel.clear();
-  s.ops_run = 0;
-  s.allocations.clear();
-  s.streams.clear();
-  s.events.clear();
-  s.modules.clear();
-  s.functions.clear();
-  s.log.clear();
   s.launches.clear();
   long code = env_long("OAR_HIP_FAKE_INIT_ERROR", 0);
   if (code != 0) return hipError_t(code);
   const long devices = env_long("OAR_HIP_FAKE_DEVICES", 1);
   if (devices <= 0) return hipErrorNoDevice;
-  s.memory = size_t(env_long("OAR_HIP_FAKE_MEMORY", long(1) << 30));
-  s.fault_after = env_long("OAR_HIP_FAKE_FAULT_AFTER", -1);
-  if (const char* k = std::getenv("OAR_HIP_FAKE_FAULT_KERNEL")) s.fault_kernel = k;
-  std::vector<std::string> archs;
-  const std::string list =
-      std::getenv("OAR_HIP_FAKE_ARCH") ? std::getenv("OAR_HIP_FAKE_ARCH") : "gfx90a";
-  for (size_t start = 0; start <= list.size();) {
-    size_t comma = list.find(',', start);
-    if (comma == std::string::npos) comma = list.size();
-    archs.push_back(list.substr(start, comma - start));
-    start = comma + 1;
-  }
+  s.read_switches("OAR_HIP_FAKE_");
+  const char* arch = std::getenv("OAR_HIP_FAKE_ARCH");
+  const std::vector<std::string> archs = oar_fake::split_list(arch != nullptr ? arch : "gfx90a");
   for (long i = 0; i < devices; ++i) {
     s.devices.push_back({archs[std::min(size_t(i), archs.size() - 1)]});
   }
