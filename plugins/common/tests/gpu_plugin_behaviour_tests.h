@@ -22,9 +22,12 @@ namespace oar_gpu_test {
 
 // The names the shared tests look for, in the plugin's runtime's words.
 struct FakeNames {
-  const char* memory_switch;       // the fake's device memory size switch
-  const char* fault_after_switch;  // the fake's "fault after n operations" switch
-  const char* pinned_allocate;     // the runtime calls for pinned host memory, in the fake's log
+  const char* runtime_var;            // the plugin's variable naming the vendor library's path
+  const char* fake_path;              // the fake's path
+  std::vector<const char*> switches;  // the variables the fake and the plugin read, unset first
+  const char* memory_switch;          // the fake's device memory size switch
+  const char* fault_after_switch;     // the fake's "fault after n operations" switch
+  const char* pinned_allocate;        // the runtime calls for pinned host memory, in the fake's log
   const char* pinned_free;
   const char* out_of_memory;      // the plugin's error for a failed device allocation
   const char* synchronize_fault;  // ... and for a stream synchronize after a fault
@@ -70,9 +73,28 @@ template <const oar_plugin_api_t* (*Api)()>
 class BehaviourTest : public PluginTest<Api> {
  protected:
   // The fake's inspection calls and names.
-  virtual const char* fake_log() = 0;
-  virtual int fake_live() = 0;
+  virtual FakeInspection& inspection() = 0;
   virtual const FakeNames& names() = 0;
+  // The plugin's own switches for every test, after those in names() were unset.
+  virtual void set_switches() {}
+
+  const char* fake_log() { return inspection().log(); }
+  int fake_live() { return inspection().live(); }
+
+  void SetUp() override {
+    ASSERT_NE(Api(), nullptr) << dlerror();
+    ASSERT_NE(inspection().log, nullptr) << names().fake_path;
+    for (const char* name : names().switches) unsetenv(name);
+    setenv(names().runtime_var, names().fake_path, 1);
+    set_switches();
+    logs.clear();
+  }
+  void TearDown() override {
+    if (this->initialized_) {
+      EXPECT_EQ(Api()->finalize(), OAR_STATUS_OK);
+    }
+    unsetenv(names().runtime_var);
+  }
 
   // FinalizeReleasesDevicesTheHostLeft
   void finalize_releases_devices_the_host_left() {

@@ -35,18 +35,17 @@ oar_gpu_test::FakeInspection& fake() {
   return f;
 }
 
-const char* const kSwitches[] = {
-    "OAR_CUDA_FAKE_INIT_ERROR", "OAR_CUDA_FAKE_DEVICES",       "OAR_CUDA_FAKE_CC",
-    "OAR_CUDA_FAKE_MEMORY",     "OAR_CUDA_FAKE_FAULT_AFTER",   "OAR_CUDA_FAKE_FAULT_KERNEL",
-    "OAR_CUDA_CUBLAS",          "OAR_CUDA_FAKE_CUBLAS_STATUS", "OAR_CUDA_NCCL",
-    "OAR_CUDA_FAKE_NCCL_RESULT"};
-
 class CudaPluginTest : public oar_gpu_test::BehaviourTest<api> {
  protected:
-  const char* fake_log() override { return fake().log(); }
-  int fake_live() override { return fake().live(); }
+  oar_gpu_test::FakeInspection& inspection() override { return fake(); }
   const oar_gpu_test::FakeNames& names() override {
     static const oar_gpu_test::FakeNames kNames = {
+        "OAR_CUDA_DRIVER",
+        OAR_CUDA_FAKE_DRIVER_PATH,
+        {"OAR_CUDA_FAKE_INIT_ERROR", "OAR_CUDA_FAKE_DEVICES", "OAR_CUDA_FAKE_CC",
+         "OAR_CUDA_FAKE_MEMORY", "OAR_CUDA_FAKE_FAULT_AFTER", "OAR_CUDA_FAKE_FAULT_KERNEL",
+         "OAR_CUDA_CUBLAS", "OAR_CUDA_FAKE_CUBLAS_STATUS", "OAR_CUDA_NCCL",
+         "OAR_CUDA_FAKE_NCCL_RESULT"},
         "OAR_CUDA_FAKE_MEMORY",
         "OAR_CUDA_FAKE_FAULT_AFTER",
         "cuMemHostAlloc",
@@ -55,20 +54,7 @@ class CudaPluginTest : public oar_gpu_test::BehaviourTest<api> {
         "cuStreamSynchronize failed: CUDA_ERROR_ILLEGAL_ADDRESS"};
     return kNames;
   }
-  void SetUp() override {
-    ASSERT_NE(api(), nullptr) << dlerror();
-    ASSERT_NE(fake().log, nullptr);
-    for (const char* name : kSwitches) unsetenv(name);
-    setenv("OAR_CUDA_DRIVER", OAR_CUDA_FAKE_DRIVER_PATH, 1);
-    setenv("OAR_CUDA_NCCL", OAR_CUDA_FAKE_NCCL_PATH, 1);
-    logs.clear();
-  }
-  void TearDown() override {
-    if (initialized_) {
-      EXPECT_EQ(api()->finalize(), OAR_STATUS_OK);
-    }
-    unsetenv("OAR_CUDA_DRIVER");
-  }
+  void set_switches() override { setenv("OAR_CUDA_NCCL", OAR_CUDA_FAKE_NCCL_PATH, 1); }
 };
 
 TEST_F(CudaPluginTest, NoDriverMeansZeroDevicesAndSaysWhy) {

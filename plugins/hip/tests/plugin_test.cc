@@ -40,16 +40,15 @@ oar_gpu_test::FakeInspection& fake() {
   return f;
 }
 
-const char* const kSwitches[] = {"OAR_HIP_FAKE_INIT_ERROR", "OAR_HIP_FAKE_DEVICES",
-                                 "OAR_HIP_FAKE_MEMORY", "OAR_HIP_FAKE_FAULT_AFTER",
-                                 "OAR_HIP_FAKE_FAULT_KERNEL"};
-
 class HipPluginTest : public oar_gpu_test::BehaviourTest<api> {
  protected:
-  const char* fake_log() override { return fake().log(); }
-  int fake_live() override { return fake().live(); }
+  oar_gpu_test::FakeInspection& inspection() override { return fake(); }
   const oar_gpu_test::FakeNames& names() override {
     static const oar_gpu_test::FakeNames kNames = {
+        "OAR_HIP_RUNTIME",
+        OAR_HIP_FAKE_RUNTIME_PATH,
+        {"OAR_HIP_FAKE_INIT_ERROR", "OAR_HIP_FAKE_DEVICES", "OAR_HIP_FAKE_MEMORY",
+         "OAR_HIP_FAKE_FAULT_AFTER", "OAR_HIP_FAKE_FAULT_KERNEL"},
         "OAR_HIP_FAKE_MEMORY",
         "OAR_HIP_FAKE_FAULT_AFTER",
         "hipHostMalloc",
@@ -58,19 +57,8 @@ class HipPluginTest : public oar_gpu_test::BehaviourTest<api> {
         "hip: hipStreamSynchronize failed: hipErrorIllegalAddress"};
     return kNames;
   }
-  void SetUp() override {
-    ASSERT_NE(api(), nullptr) << dlerror();
-    ASSERT_NE(fake().log, nullptr);
-    for (const char* name : kSwitches) unsetenv(name);
-    setenv("OAR_HIP_RUNTIME", OAR_HIP_FAKE_RUNTIME_PATH, 1);
+  void set_switches() override {
     setenv("OAR_HIP_FAKE_ARCH", OAR_HIP_FIRST_TARGET, 1);  // a target the plugin was built for
-    logs.clear();
-  }
-  void TearDown() override {
-    if (initialized_) {
-      EXPECT_EQ(api()->finalize(), OAR_STATUS_OK);
-    }
-    unsetenv("OAR_HIP_RUNTIME");
   }
 };
 
