@@ -1142,6 +1142,15 @@ extern "C" __attribute__((visibility("default"))) int64_t oar_paddle_device_dtyp
   return int64_t(adapter->device(device).properties().dtypes);
 }
 
+// The oar_memory_kind_e bits oar:|device| offers (-1 for a device that does
+// not exist): which host and unified memory the slots can serve.
+extern "C" __attribute__((visibility("default"))) int64_t oar_paddle_device_memory_kinds(
+    int device) {
+  oar_paddle::Adapter* adapter = oar_paddle::Adapter::get();
+  if (adapter == nullptr || device < 0 || size_t(device) >= adapter->device_count()) return -1;
+  return int64_t(adapter->device(device).properties().memory_kinds);
+}
+
 // Writes the OAR name ("sim:0") of oar:|device| into |out| (|size| bytes, NUL
 // terminated); returns false for a device that does not exist.
 extern "C" __attribute__((visibility("default"))) bool oar_paddle_device_name(int device, char* out,

@@ -36,6 +36,15 @@ def _claims():
     return {name for bit, name in ((1, "f16"), (2, "bf16"), (4, "f64")) if bits >= 0 and bits & bit}
 
 
+def memory_kinds():
+    """The oar_memory_kind_e bits of oar:0 (DEVICE 1, HOST_PINNED 2, UNIFIED 4)."""
+    lib = _adapter()
+    if lib is None:
+        return 0
+    lib.oar_paddle_device_memory_kinds.restype = ctypes.c_int64
+    return max(lib.oar_paddle_device_memory_kinds(0), 0)
+
+
 def device_name():
     """OAR's name of oar:0, e.g. "sim:0"."""
     lib = _adapter()
