@@ -71,12 +71,13 @@ TEST(SdkSpinUntilTest, AZeroBudgetNeverPolls) {
 TEST(SdkHostWaitTest, PollsUntilAWaitOutlastsTheBudgetThenBlocksUntilOneIsShort) {
   HostWait waits(microseconds(100), kIdleHost);
   EXPECT_TRUE(waits.should_poll());  // no wait yet
-  auto now = std::chrono::steady_clock::now();
-  waits.finished(now - microseconds(40));  // short: polling would have ended it
+  // Durations, not time points: under qemu the time between taking a time
+  // point and the call can itself exceed the budget.
+  waits.finished_after(microseconds(40));  // short: polling would have ended it
   EXPECT_TRUE(waits.should_poll());
-  waits.finished(now - milliseconds(12));  // a long copy: polling only cost a core
+  waits.finished_after(milliseconds(12));  // a long copy: polling only cost a core
   EXPECT_FALSE(waits.should_poll());
-  waits.finished(now - microseconds(30));  // short again
+  waits.finished_after(microseconds(30));  // short again
   EXPECT_TRUE(waits.should_poll());
 }
 
