@@ -33,6 +33,10 @@ inline float exp_f32_split(float x, float lo) {
   if constexpr (kExtra) {  // n from x + lo, so that |r| stays <= ln 2 / 2
     finite += lo;
     finite = finite == finite ? finite : 0.0f;
+    // Where x is already past kLow a large lo (gelu's tail of a huge |x|) must
+    // not take n out of [-150, 128]: the result is 0 there anyway, and the
+    // exponent's shift below would overflow.
+    finite = finite < kLow ? kLow : (finite > kHigh ? kHigh : finite);
   }
   const float shifted = finite * 1.44269504088896341f + kShifter;
   const float n = shifted - kShifter;
