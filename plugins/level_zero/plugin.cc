@@ -51,6 +51,7 @@
 #include <utility>
 #include <vector>
 
+#include "dtype_tag.h"
 #include "loader.h"
 #include "modules.h"
 #include "oar/dtype.hpp"
@@ -227,26 +228,9 @@ struct KArg {
   KArg(const T& value) : size(sizeof(T)), data(&value) {}  // NOLINT: implicit on purpose
 };
 
-// The tag the .cl sources name |dtype| by ("f32"), as the opencl plugin's.
+// The tag the .cl sources name |dtype| by ("f32"), the opencl plugin's.
 const char* dtype_tag(DLDataType dtype) {
-  switch (ops::dtype_bit(dtype)) {
-    case ops::kF16:
-      return "f16";
-    case ops::kBF16:
-      return "bf16";
-    case ops::kF32:
-      return "f32";
-    case ops::kF64:
-      return "f64";
-    case ops::kI32:
-      return "i32";
-    case ops::kI64:
-      return "i64";
-    case ops::kBool:
-      return "bool";
-    default:
-      break;
-  }
+  if (const char* tag = opencl::source_dtype_tag(dtype)) return tag;
   throw sdk::Error(OAR_STATUS_INVALID_ARGUMENT,
                    "level_zero: no kernels for dtype " + dtype_name(dtype));
 }

@@ -4,6 +4,7 @@
 #include <memory>
 #include <mutex>
 
+#include "kernels/dtype_tag.h"
 #include "oar_cl/elementwise_cl.h"
 #include "oar_cl/gemm_cl.h"
 #include "oar_cl/grad_cl.h"
@@ -188,30 +189,7 @@ std::atomic<size_t>& next_ref_id() {
 }  // namespace
 
 const char* dtype_tag(DLDataType dtype) {
-  switch (ops::dtype_bit(dtype)) {
-    case ops::kF16:
-      return "f16";
-    case ops::kBF16:
-      return "bf16";
-    case ops::kF32:
-      return "f32";
-    case ops::kF64:
-      return "f64";
-    case ops::kI32:
-      return "i32";
-    case ops::kI64:
-      return "i64";
-    case ops::kBool:
-      return "bool";
-    case ops::kI8:
-      return "i8";
-    case ops::kU8:
-      return "u8";
-    case ops::kI16:
-      return "i16";
-    default:
-      break;
-  }
+  if (const char* tag = source_dtype_tag(dtype)) return tag;
   throw oar::sdk::Error(OAR_STATUS_INVALID_ARGUMENT,
                         "the opencl plugin has no kernels for dtype " + dtype_name(dtype));
 }
