@@ -37,6 +37,16 @@
 // and `events`. Memory handles are the allocations' addresses (allocations_
 // records them). The runtime's host function calls GpuStreams::on_host_callback.
 //
+// Work whose failure the runtime does not report (cuda: an NCCL collective
+// whose peer died never completes; NCCL says so through its own call) is
+// watched by the plugin through three hooks, which GpuStreams calls and which
+// do nothing unless the plugin defines them:
+//   Failure watch_stream(Stream*, bool wait);  // before a wait (wait: true),
+//       or after a query found the stream busy (wait: false): a failure
+//       found fails the stream
+//   void event_recorded(Event*, Stream*);      // after a successful record
+//   Failure watch_event(Event*);               // before an event's wait
+//
 // Errors: a failed runtime call throws with the result's name. An error of
 // asynchronous work fails the stream that reported it, as OAR's stream model
 // says: stream_synchronize / stream_query return it from then on, events
@@ -194,6 +204,8 @@ class GpuStreams {
     current(stream->device);
     Result result = api().stream_query(stream->stream);
     if (result == Api::kNotReady) {
+      Failure failure = plugin().watch_stream(stream, false);
+      if (failure.failed()) fail(stream, failure).raise();
       *out_idle = false;
       return;
     }
@@ -299,6 +311,7 @@ class GpuStreams {
       event->failure = fail(stream, result, Api::kEventRecord);
       event->failure.raise();
     }
+    plugin().event_recorded(event, stream);
   }
 
   void event_query(Event* event, bool* out_done) {
@@ -327,6 +340,11 @@ class GpuStreams {
     if (!event->recorded) return;
     if (event->failure.failed()) event->failure.raise();
     current(event->device);
+    Failure watched = plugin().watch_event(event);
+    if (watched.failed()) {
+      event->failure = watched;
+      event->failure.raise();
+    }
     Result result = api().event_synchronize(event->event);
     if (result != Api::kSuccess) {
       event->failure = failure(Api::kEventSynchronize, result);
@@ -624,11 +642,27 @@ class GpuStreams {
     return failed;
   }
 
+  // A failure the plugin found itself (a watch hook's): the stream's state
+  // from then on (the first failure stays). The runtime still runs its
+  // queued host functions, so they are left to it.
+  static Failure fail(Stream* stream, const Failure& found) {
+    std::lock_guard<std::mutex> lock(stream->mutex);
+    if (!stream->failure.failed()) stream->failure = found;
+    return stream->failure;
+  }
+
+  // The watch hooks' defaults (see the top of this file): nothing to watch.
+  Failure watch_stream(Stream*, bool) { return {}; }
+  void event_recorded(Event*, Stream*) {}
+  Failure watch_event(Event*) { return {}; }
+
   // Waits for |stream|'s work; returns its failure (the stream's state).
   Failure synchronize(Stream* stream) {
     Failure failure = failure_of(stream);
     if (failure.failed()) return failure;
     current(stream->device);
+    failure = plugin().watch_stream(stream, true);
+    if (failure.failed()) return fail(stream, failure);
     Result result = api().stream_synchronize(stream->stream);
     if (result != Api::kSuccess) return fail(stream, result, Api::kStreamSynchronize);
     return check_index_errors(stream);
@@ -694,6 +728,7 @@ class GpuStreams {
   std::unordered_set<Device*> open_;
 
   Api api() const { return static_cast<const Plugin*>(this)->gpu_api(); }
+  Plugin& plugin() { return *static_cast<Plugin*>(this); }
 };
 
 }  // namespace oar::gpu

@@ -13,6 +13,18 @@
 // fails its stream) are plugins/common/gpu_stream.h's, shared with the hip
 // plugin; DriverApi below is the driver's part of them.
 //
+// NCCL's asynchronous errors: a collective whose peer failed never completes,
+// and CUDA cannot tell; NCCL reports it through ncclCommGetAsyncError. So a
+// stream remembers the communicators of the collectives enqueued on it since
+// it was last seen idle (an event, those of its stream at the record), and
+// waiting for it (stream_synchronize, device_synchronize, event_synchronize)
+// polls CUDA and those communicators' asynchronous errors instead of blocking
+// in the driver; stream_query checks them once when the stream is busy. An
+// error aborts the communicator (ncclCommAbort ends its kernels, so the
+// stream drains) and fails the stream with UNAVAILABLE, naming the rank and
+// NCCL's error; the communicator's later calls say ABORTED, and comm_destroy
+// only forgets it.
+//
 // Shutdown order (device_close, and finalize for devices a host leaked): the
 // streams (synchronized, pending callbacks settled, destroyed), the events,
 // the allocations, the module, then the primary context is released.
@@ -22,6 +34,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -29,6 +42,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <unordered_set>
 #include <vector>
 
@@ -216,15 +230,25 @@ struct DriverApi {
 
 struct oar_device_s;
 
-struct oar_stream_s : oar::gpu::StreamState<oar::cuda::DriverApi> {};
-struct oar_event_s : oar::gpu::EventState<oar::cuda::DriverApi> {};
+struct oar_comm_s;
+
+struct oar_stream_s : oar::gpu::StreamState<oar::cuda::DriverApi> {
+  // The communicators of the collectives enqueued since the stream was last
+  // seen idle, each once (guarded by mutex).
+  std::vector<oar_comm_s*> collectives;
+};
+struct oar_event_s : oar::gpu::EventState<oar::cuda::DriverApi> {
+  std::vector<oar_comm_s*> collectives;  // its stream's at the record
+};
 
 // A member of an NCCL communicator on one device.
 struct oar_comm_s {
   oar_device_s* device = nullptr;
   ncclComm_t comm = nullptr;
   int32_t nranks = 0, rank = 0;
-  bool aborted = false;  // ncclCommAbort freed it: comm_destroy only forgets it
+  std::mutex mutex;           // guards aborted and failure
+  bool aborted = false;       // ncclCommAbort freed it: comm_destroy only forgets it
+  oar::gpu::Failure failure;  // NCCL's asynchronous error, once seen
 };
 
 struct oar_device_s {
@@ -359,6 +383,7 @@ class CudaPlugin final : public Launcher, public gpu::GpuStreams<CudaPlugin, Dri
   void comm_destroy(oar_comm_t comm) {
     if (comm == nullptr) return;
     std::unique_ptr<oar_comm_s> owned(comm);
+    forget_collectives(comm);
     if (comm->aborted) return;
     current(comm->device);
     check_nccl(nccl_.ncclCommDestroy(comm->comm), "ncclCommDestroy");
@@ -366,6 +391,7 @@ class CudaPlugin final : public Launcher, public gpu::GpuStreams<CudaPlugin, Dri
 
   void comm_abort(oar_comm_t comm) {
     sdk::require_not_null(comm, "comm");
+    std::lock_guard<std::mutex> lock(comm->mutex);
     if (comm->aborted) return;
     comm->aborted = true;
     check_nccl(nccl_.ncclCommAbort(comm->comm), "ncclCommAbort");
@@ -382,6 +408,7 @@ class CudaPlugin final : public Launcher, public gpu::GpuStreams<CudaPlugin, Dri
     check_nccl(nccl_.ncclAllReduce(pointer(send, send_offset), pointer(recv, recv_offset), count,
                                    type, reduce, comm->comm, stream->stream),
                "ncclAllReduce");
+    enqueued(comm, stream);
   }
 
   void comm_broadcast(oar_comm_t comm, oar_stream_t stream, oar_memory_t send, uint64_t send_offset,
@@ -396,6 +423,7 @@ class CudaPlugin final : public Launcher, public gpu::GpuStreams<CudaPlugin, Dri
                                    pointer(recv, recv_offset), count, type, root, comm->comm,
                                    stream->stream),
                "ncclBroadcast");
+    enqueued(comm, stream);
   }
 
   void comm_reduce(oar_comm_t comm, oar_stream_t stream, oar_memory_t send, uint64_t send_offset,
@@ -411,6 +439,7 @@ class CudaPlugin final : public Launcher, public gpu::GpuStreams<CudaPlugin, Dri
                                 comm->rank == root ? pointer(recv, recv_offset) : nullptr, count,
                                 type, reduce, root, comm->comm, stream->stream),
                "ncclReduce");
+    enqueued(comm, stream);
   }
 
   void comm_all_gather(oar_comm_t comm, oar_stream_t stream, oar_memory_t send,
@@ -424,6 +453,7 @@ class CudaPlugin final : public Launcher, public gpu::GpuStreams<CudaPlugin, Dri
     check_nccl(nccl_.ncclAllGather(pointer(send, send_offset), pointer(recv, recv_offset), count,
                                    type, comm->comm, stream->stream),
                "ncclAllGather");
+    enqueued(comm, stream);
   }
 
   void comm_reduce_scatter(oar_comm_t comm, oar_stream_t stream, oar_memory_t send,
@@ -438,6 +468,7 @@ class CudaPlugin final : public Launcher, public gpu::GpuStreams<CudaPlugin, Dri
     check_nccl(nccl_.ncclReduceScatter(pointer(send, send_offset), pointer(recv, recv_offset),
                                        count, type, reduce, comm->comm, stream->stream),
                "ncclReduceScatter");
+    enqueued(comm, stream);
   }
 
   // Block i of |send| to rank i, rank i's block into block i of |recv|: one
@@ -465,6 +496,7 @@ class CudaPlugin final : public Launcher, public gpu::GpuStreams<CudaPlugin, Dri
     const ncclResult_t ended = nccl_.ncclGroupEnd();
     check_nccl(result, "ncclSend/ncclRecv");
     check_nccl(ended, "ncclGroupEnd");
+    enqueued(comm, stream);
   }
 
   void comm_send(oar_comm_t comm, oar_stream_t stream, oar_memory_t send, uint64_t send_offset,
@@ -475,6 +507,7 @@ class CudaPlugin final : public Launcher, public gpu::GpuStreams<CudaPlugin, Dri
     check_nccl(
         nccl_.ncclSend(pointer(send, send_offset), count, type, peer, comm->comm, stream->stream),
         "ncclSend");
+    enqueued(comm, stream);
   }
 
   void comm_recv(oar_comm_t comm, oar_stream_t stream, oar_memory_t recv, uint64_t recv_offset,
@@ -485,6 +518,7 @@ class CudaPlugin final : public Launcher, public gpu::GpuStreams<CudaPlugin, Dri
     check_nccl(
         nccl_.ncclRecv(pointer(recv, recv_offset), count, type, peer, comm->comm, stream->stream),
         "ncclRecv");
+    enqueued(comm, stream);
   }
 
   void comm_group_begin() {
@@ -588,6 +622,105 @@ class CudaPlugin final : public Launcher, public gpu::GpuStreams<CudaPlugin, Dri
     }
   }
 
+  // --- NCCL's asynchronous errors (see the top of this file) ------------------------
+
+  // A collective of |comm| is on |stream|: waiting for the stream watches it.
+  static void enqueued(oar_comm_s* comm, oar_stream_s* stream) {
+    std::lock_guard<std::mutex> lock(stream->mutex);
+    auto& list = stream->collectives;
+    if (std::find(list.begin(), list.end(), comm) == list.end()) list.push_back(comm);
+  }
+
+  // |comm| is going: no stream or event of its device watches it any more.
+  static void forget_collectives(oar_comm_s* comm) {
+    oar_device_s* device = comm->device;
+    std::lock_guard<std::mutex> lock(device->mutex);
+    for (oar_stream_s* stream : device->streams) {
+      std::lock_guard<std::mutex> stream_lock(stream->mutex);
+      auto& list = stream->collectives;
+      list.erase(std::remove(list.begin(), list.end(), comm), list.end());
+    }
+    for (oar_event_s* event : device->events) {
+      auto& list = event->collectives;
+      list.erase(std::remove(list.begin(), list.end(), comm), list.end());
+    }
+  }
+
+  // NCCL's asynchronous error of |comm|: the first one seen aborts it and
+  // stays its failure.
+  gpu::Failure async_failure(oar_comm_s* comm) {
+    std::lock_guard<std::mutex> lock(comm->mutex);
+    if (comm->failure.failed() || comm->aborted) return comm->failure;
+    ncclResult_t error = ncclSuccess;
+    const ncclResult_t asked = nccl_.ncclCommGetAsyncError(comm->comm, &error);
+    if (asked != ncclSuccess) error = asked;
+    if (error == ncclSuccess || error == ncclInProgress) return {};
+    comm->aborted = true;
+    (void)nccl_.ncclCommAbort(comm->comm);
+    comm->failure = {OAR_STATUS_UNAVAILABLE,
+                     "cuda: the NCCL communicator (rank " + std::to_string(comm->rank) + " of " +
+                         std::to_string(comm->nranks) +
+                         ") failed: " + nccl_.ncclGetErrorString(error) +
+                         " (ncclCommGetAsyncError; a peer may have died); it was aborted: "
+                         "destroy it and create a new one"};
+    return comm->failure;
+  }
+
+  // Until |idle| (a query of CUDA: CUDA_ERROR_NOT_READY while busy) says the
+  // work is done, or once when |wait| is false: the first asynchronous
+  // error of |comms|. Polls with a growing pause, up to 1 ms.
+  template <class Query>
+  gpu::Failure watch(const std::vector<oar_comm_s*>& comms, bool wait, bool* out_idle,
+                     Query&& idle) {
+    *out_idle = false;
+    for (int round = 0;; ++round) {
+      if (idle() != CUDA_ERROR_NOT_READY) {
+        *out_idle = true;  // done, or failed: the driver's wait that follows says which
+        return {};
+      }
+      for (oar_comm_s* comm : comms) {
+        gpu::Failure failure = async_failure(comm);
+        if (failure.failed()) return failure;
+      }
+      if (!wait) return {};
+      if (round < 64) {
+        std::this_thread::yield();
+      } else {
+        std::this_thread::sleep_for(std::chrono::microseconds(std::min(1000, 10 * (round - 63))));
+      }
+    }
+  }
+
+  // GpuStreams' hooks (plugins/common/gpu_stream.h).
+  gpu::Failure watch_stream(oar_stream_s* stream, bool wait) {
+    std::vector<oar_comm_s*> comms;
+    {
+      std::lock_guard<std::mutex> lock(stream->mutex);
+      comms = stream->collectives;
+    }
+    if (comms.empty()) return {};
+    bool idle = false;
+    gpu::Failure failure =
+        watch(comms, wait, &idle, [&] { return driver_.cuStreamQuery(stream->stream); });
+    if (idle) {
+      std::lock_guard<std::mutex> lock(stream->mutex);
+      stream->collectives.clear();
+    }
+    return failure;
+  }
+
+  void event_recorded(oar_event_s* event, oar_stream_s* stream) {
+    std::lock_guard<std::mutex> lock(stream->mutex);
+    event->collectives = stream->collectives;
+  }
+
+  gpu::Failure watch_event(oar_event_s* event) {
+    if (event->collectives.empty()) return {};
+    bool idle = false;
+    return watch(event->collectives, true, &idle,
+                 [&] { return driver_.cuEventQuery(event->event); });
+  }
+
   void require_nccl() const {
     sdk::require(nccl_.available(), OAR_STATUS_UNIMPLEMENTED,
                  "cuda: no collectives: " + nccl_.why());
@@ -621,7 +754,12 @@ class CudaPlugin final : public Launcher, public gpu::GpuStreams<CudaPlugin, Dri
     require_nccl();
     sdk::require_not_null(comm, "comm");
     sdk::require_not_null(stream, "stream");
-    sdk::require(!comm->aborted, OAR_STATUS_ABORTED, "cuda: the communicator was aborted");
+    {
+      std::lock_guard<std::mutex> lock(comm->mutex);
+      sdk::require(!comm->aborted, OAR_STATUS_ABORTED,
+                   comm->failure.failed() ? comm->failure.message + " (aborted)"
+                                          : "cuda: the communicator was aborted");
+    }
     sdk::require(stream->device == comm->device, OAR_STATUS_INVALID_ARGUMENT,
                  "cuda: the stream belongs to another device than the communicator");
     raise_if_failed(stream);

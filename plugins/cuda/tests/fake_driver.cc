@@ -24,6 +24,12 @@
 //                                        CUDA_ERROR_ILLEGAL_ADDRESS, the rest of the
 //                                        queued work (host functions too) never runs
 //   OAR_CUDA_FAKE_FAULT_KERNEL=<name>    a launch of that kernel faults the same way
+// and one read at each call:
+//   OAR_CUDA_FAKE_STALL=1                queued work does not run, as behind an NCCL
+//                                        collective whose peer died: queries answer
+//                                        CUDA_ERROR_NOT_READY; a synchronize would
+//                                        hang, so it logs "stalled wait" and runs the
+//                                        work (a test asserts it never happened)
 // Inspection (for the tests, by dlsym): oar_cuda_fake_log() lists the calls
 // that create and destroy objects, in order; oar_cuda_fake_live() counts the
 // objects alive (contexts retained, allocations, streams, events, modules);
@@ -118,6 +124,16 @@ void drain(CUstream_st* stream) {
   State& s = state();
   oar_fake::drain(stream->pending, stream->ctx->sticky, CUDA_SUCCESS, CUDA_ERROR_ILLEGAL_ADDRESS,
                   s.fault_after, s.ops_run);
+}
+
+bool stalled() {
+  const char* value = std::getenv("OAR_CUDA_FAKE_STALL");
+  return value != nullptr && std::string(value) == "1";
+}
+
+// A synchronize that would block for good (see OAR_CUDA_FAKE_STALL).
+void note_stalled_wait(const CUstream_st* stream) {
+  if (stream != nullptr && stalled() && !stream->pending.empty()) log_call("stalled wait");
 }
 
 CUresult sticky() { return current == nullptr ? CUDA_ERROR_INVALID_CONTEXT : current->sticky; }
@@ -492,6 +508,7 @@ FAKE_EXPORT CUresult cuStreamSynchronize(CUstream stream) {
   LOCK;
   REQUIRE_INIT;
   if (state().streams.count(stream) == 0) return CUDA_ERROR_INVALID_HANDLE;
+  note_stalled_wait(stream);
   drain(stream);
   return stream->ctx->sticky;
 }
@@ -500,6 +517,7 @@ FAKE_EXPORT CUresult cuStreamQuery(CUstream stream) {
   LOCK;
   REQUIRE_INIT;
   if (state().streams.count(stream) == 0) return CUDA_ERROR_INVALID_HANDLE;
+  if (stalled() && !stream->pending.empty()) return CUDA_ERROR_NOT_READY;
   return oar_fake::query(
       stream->ctx->sticky, stream->pending.empty(), [&] { drain(stream); }, kCodes);
 }
@@ -555,6 +573,10 @@ FAKE_EXPORT CUresult cuEventQuery(CUevent event) {
   LOCK;
   REQUIRE_INIT;
   if (state().events.count(event) == 0) return CUDA_ERROR_INVALID_HANDLE;
+  if (stalled() && !event->complete && event->stream != nullptr &&
+      !event->stream->pending.empty()) {
+    return CUDA_ERROR_NOT_READY;
+  }
   return oar_fake::query(
       event->ctx->sticky, event->complete,
       [&] {
@@ -567,7 +589,10 @@ FAKE_EXPORT CUresult cuEventSynchronize(CUevent event) {
   LOCK;
   REQUIRE_INIT;
   if (state().events.count(event) == 0) return CUDA_ERROR_INVALID_HANDLE;
-  if (!event->complete && event->stream != nullptr) drain(event->stream);
+  if (!event->complete && event->stream != nullptr) {
+    note_stalled_wait(event->stream);
+    drain(event->stream);
+  }
   return event->ctx->sticky;
 }
 

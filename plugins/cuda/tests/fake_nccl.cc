@@ -1,7 +1,10 @@
 // A fake libnccl.so.2 for the cuda plugin's tests: the entry points the
 // plugin resolves (collectives.h), recording each call; it moves no data and
 // joins no peers (a communicator of any size is created at once).
-//   OAR_CUDA_FAKE_NCCL_RESULT=<n>  every collective call returns ncclResult_t n
+//   OAR_CUDA_FAKE_NCCL_RESULT=<n>       every collective call returns ncclResult_t n
+//   OAR_CUDA_FAKE_NCCL_ASYNC_ERROR=<n>  ncclCommGetAsyncError reports n (a peer's
+//                                       death, with OAR_CUDA_FAKE_STALL of the
+//                                       fake driver for the collective that hangs)
 // Inspection: oar_cuda_fake_nccl_log() lists the calls, one per line.
 #include <nccl.h>
 
@@ -57,7 +60,8 @@ FAKE_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
 }
 
 FAKE_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t, ncclResult_t* error) {
-  *error = ncclSuccess;
+  const char* value = std::getenv("OAR_CUDA_FAKE_NCCL_ASYNC_ERROR");
+  *error = value != nullptr ? ncclResult_t(std::atoi(value)) : ncclSuccess;
   return ncclSuccess;
 }
 

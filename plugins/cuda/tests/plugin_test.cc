@@ -45,7 +45,7 @@ class CudaPluginTest : public oar_gpu_test::BehaviourTest<api> {
         {"OAR_CUDA_FAKE_INIT_ERROR", "OAR_CUDA_FAKE_DEVICES", "OAR_CUDA_FAKE_CC",
          "OAR_CUDA_FAKE_MEMORY", "OAR_CUDA_FAKE_FAULT_AFTER", "OAR_CUDA_FAKE_FAULT_KERNEL",
          "OAR_CUDA_CUBLAS", "OAR_CUDA_FAKE_CUBLAS_STATUS", "OAR_CUDA_NCCL",
-         "OAR_CUDA_FAKE_NCCL_RESULT"},
+         "OAR_CUDA_FAKE_NCCL_RESULT", "OAR_CUDA_FAKE_STALL", "OAR_CUDA_FAKE_NCCL_ASYNC_ERROR"},
         "OAR_CUDA_FAKE_MEMORY",
         "OAR_CUDA_FAKE_FAULT_AFTER",
         "cuMemHostAlloc",
@@ -945,6 +945,63 @@ TEST_F(CudaPluginTest, CollectiveSlotsMapOntoNccl) {
   EXPECT_EQ(api()->comm_recv(comm, s, b, 0, 4, f16, 0), OAR_STATUS_ABORTED);
   ASSERT_EQ(api()->comm_destroy(comm), OAR_STATUS_OK);
   EXPECT_EQ(std::string(nccl().log()), "CommAbort\n");
+  EXPECT_EQ(api()->device_close(device), OAR_STATUS_OK);
+}
+
+// A collective whose peer died never completes (the fake driver's STALL keeps
+// the work behind it queued): waiting for its stream, or for an event after
+// it, must not block in the driver but return UNAVAILABLE once NCCL reports
+// the asynchronous error; the communicator is aborted (its later calls say
+// ABORTED with NCCL's error) and the stream stays failed.
+TEST_F(CudaPluginTest, NcclAsynchronousErrorsFailTheWaitInsteadOfHanging) {
+  start();
+  oar_device_t device = open();
+  oar_stream_t s = stream(device);
+  size_t size = 0;
+  ASSERT_EQ(api()->comm_unique_id_size(&size), OAR_STATUS_OK);
+  std::vector<char> id(size);
+  ASSERT_EQ(api()->comm_get_unique_id(id.data(), size), OAR_STATUS_OK) << last_error;
+  oar_comm_t comm = nullptr;
+  ASSERT_EQ(api()->comm_create(device, 2, 1, id.data(), size, &comm), OAR_STATUS_OK) << last_error;
+  oar_memory_t a = allocate(device, 256), b = allocate(device, 256);
+  const DLDataType f32{kDLFloat, 32, 1};
+  // Healthy: the wait watches NCCL while the stream is busy, then succeeds.
+  ASSERT_EQ(api()->comm_all_reduce(comm, s, a, 0, b, 0, 16, f32, OAR_REDUCE_OP_SUM), OAR_STATUS_OK)
+      << last_error;
+  ASSERT_EQ(api()->memory_fill(s, b, 0, 1, 64), OAR_STATUS_OK) << last_error;
+  ASSERT_EQ(api()->stream_synchronize(s), OAR_STATUS_OK) << last_error;
+  // The peer dies: the collective and the work after it never finish.
+  ASSERT_EQ(api()->comm_all_reduce(comm, s, a, 0, b, 0, 16, f32, OAR_REDUCE_OP_SUM), OAR_STATUS_OK)
+      << last_error;
+  ASSERT_EQ(api()->memory_fill(s, b, 0, 2, 64), OAR_STATUS_OK) << last_error;
+  oar_event_t e = nullptr;
+  ASSERT_EQ(api()->event_create(device, 0, &e), OAR_STATUS_OK) << last_error;
+  ASSERT_EQ(api()->event_record(e, s), OAR_STATUS_OK) << last_error;
+  setenv("OAR_CUDA_FAKE_STALL", "1", 1);
+  bool idle = true;
+  ASSERT_EQ(api()->stream_query(s, &idle), OAR_STATUS_OK) << last_error;
+  EXPECT_FALSE(idle);                                // busy, and NCCL has not noticed yet
+  setenv("OAR_CUDA_FAKE_NCCL_ASYNC_ERROR", "6", 1);  // ncclRemoteError
+  nccl().clear();
+  EXPECT_EQ(api()->event_synchronize(e), OAR_STATUS_UNAVAILABLE);
+  EXPECT_NE(last_error.find("NCCL communicator (rank 1 of 2) failed: fake NCCL error 6"),
+            std::string::npos)
+      << last_error;
+  EXPECT_EQ(std::string(nccl().log()), "CommAbort\n");
+  EXPECT_EQ(api()->stream_synchronize(s), OAR_STATUS_UNAVAILABLE);
+  EXPECT_NE(last_error.find("ncclCommGetAsyncError"), std::string::npos) << last_error;
+  EXPECT_EQ(api()->comm_all_reduce(comm, s, a, 0, b, 0, 16, f32, OAR_REDUCE_OP_SUM),
+            OAR_STATUS_ABORTED);
+  EXPECT_NE(last_error.find("fake NCCL error 6"), std::string::npos) << last_error;
+  EXPECT_EQ(std::string(fake_log()).find("stalled wait"), std::string::npos) << fake_log();
+  unsetenv("OAR_CUDA_FAKE_STALL");
+  unsetenv("OAR_CUDA_FAKE_NCCL_ASYNC_ERROR");
+  // The stream stays failed; destroy only forgets the aborted communicator.
+  EXPECT_EQ(api()->stream_synchronize(s), OAR_STATUS_UNAVAILABLE);
+  nccl().clear();
+  ASSERT_EQ(api()->comm_destroy(comm), OAR_STATUS_OK);
+  EXPECT_EQ(std::string(nccl().log()), "");
+  EXPECT_EQ(api()->event_destroy(e), OAR_STATUS_OK);
   EXPECT_EQ(api()->device_close(device), OAR_STATUS_OK);
 }
 
