@@ -1,7 +1,8 @@
-// The adapter's process-wide state, shared by the runtime slots (runtime.cc)
-// and the kernels (kernels/*.cc). It holds one oar::Runtime; Paddle's device
-// ids 0..n-1 of the device type "oar" are the runtime's visible devices in
-// order (OAR_DEVICES selects them, e.g. OAR_DEVICES=sim).
+// The adapter's process-wide state, shared by the runtime slots (runtime.cc),
+// the collectives (xccl.cc) and the kernels (kernels/*.cc). It holds one
+// oar::Runtime; Paddle's device ids 0..n-1 of the device type "oar" are the
+// runtime's visible devices in order (OAR_DEVICES selects them, e.g.
+// OAR_DEVICES=sim).
 //
 // Paddle never sees an OAR object: a C_Stream is a StreamHandle*, a C_Event an
 // EventHandle*, and device memory is an address from the AddressSpace.
@@ -17,6 +18,7 @@
 
 #include "address_space.h"
 #include "oar/oar.hpp"
+#include "paddle/phi/backends/device_ext.h"
 #if defined(OAR_PADDLE_XCCL)
 #include "oar/communicator.hpp"
 #endif
@@ -133,5 +135,35 @@ struct DeviceAddress {
 // Resolves |pointer|, which must lie inside a live allocation of the adapter
 // (|bytes| more must fit too); throws oar::Error INVALID_ARGUMENT otherwise.
 DeviceAddress resolve(const void* pointer, uint64_t bytes);
+
+// ---------------------------------------------------------------- slots
+// What every C_DeviceInterface slot shares (runtime.cc defines them).
+
+// Prints a slot's error: Paddle's C_Status carries no text.
+void log_error(const char* slot, const char* what);
+// Whether the process is exiting: the slots then leave OAR alone.
+bool exiting();
+// The calling thread's device (Paddle's set_device).
+int current_device();
+
+// Runs |body|, turning exceptions into a C_Status with a message.
+template <typename F>
+C_Status guarded(const char* slot, F&& body) {
+  if (exiting()) return C_SUCCESS;
+  try {
+    return body();
+  } catch (const oar::Error& e) {
+    log_error(slot, e.what());
+    return e.code() == OAR_STATUS_RESOURCE_EXHAUSTED ? C_FAILED : C_ERROR;
+  } catch (const std::exception& e) {
+    log_error(slot, e.what());
+    return C_INTERNAL_ERROR;
+  }
+}
+
+// Fills the xccl_* slots of |api| (xccl.cc): oar::Communicator where the
+// adapter is built with liboar_comm, else none (Paddle then has no xccl
+// backend on oar).
+void register_xccl(C_DeviceInterface* api);
 
 }  // namespace oar_paddle
