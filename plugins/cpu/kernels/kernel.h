@@ -86,6 +86,7 @@ void register_elementwise_kernels(const oar::sdk::KernelRegistrar& registrar,
 void register_layout_kernels(const oar::sdk::KernelRegistrar& registrar, AllocationTable* table);
 void register_reduction_kernels(const oar::sdk::KernelRegistrar& registrar, AllocationTable* table);
 void register_nn_kernels(const oar::sdk::KernelRegistrar& registrar, AllocationTable* table);
+void register_attention_kernels(const oar::sdk::KernelRegistrar& registrar, AllocationTable* table);
 void register_grad_kernels(const oar::sdk::KernelRegistrar& registrar, AllocationTable* table);
 void register_nn_grad_kernels(const oar::sdk::KernelRegistrar& registrar, AllocationTable* table);
 void register_optimizer_kernels(const oar::sdk::KernelRegistrar& registrar, AllocationTable* table);

@@ -9,6 +9,7 @@ void CpuPlugin::register_kernels(const oar_kernel_registrar_t* registrar) {
   register_layout_kernels(kernels, &allocations_);
   register_reduction_kernels(kernels, &allocations_);
   register_nn_kernels(kernels, &allocations_);
+  register_attention_kernels(kernels, &allocations_);
   register_grad_kernels(kernels, &allocations_);
   register_nn_grad_kernels(kernels, &allocations_);
   register_optimizer_kernels(kernels, &allocations_);
