@@ -2,17 +2,21 @@
 // f32 matmul 1024^3 through OAR vs cblas_sgemm called directly, and a large
 // elementwise add vs memcpy. "touched" counters count bytes read + written.
 // Also: backward kernels against their forward kernels, interleaved
-// (BM_FwdBwd_*), and the operator set that issue 18 compares with Paddle's
-// CPU kernels (BM_CpuOp_*). Figures: docs/performance.md.
+// (BM_FwdBwd_*), the operator set that issue 18 compares with Paddle's
+// CPU kernels (BM_CpuOp_*), and attention against its GEMMs
+// (BM_AttentionVsSgemm). Figures: docs/performance.md.
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <functional>
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench/bench_util.h"
@@ -258,6 +262,80 @@ OAR_CPU_OP(conv2d_32x64x56x56_k3, "conv2d", (Shapes{{32, 64, 56, 56}, {64, 64, 3
 OAR_CPU_OP(attention_8x16x512x64, "scaled_dot_product_attention",
            (Shapes{{8, 16, 512, 64}, {8, 16, 512, 64}, {8, 16, 512, 64}}), AttrList(),
            4.0 * 8 * 16 * 512 * 512 * 64);
+
+// --- attention against the GEMMs inside it (issue 18) ---------------------------
+//
+// scaled_dot_product_attention [8, 16, 512, 64] (no mask) through OAR against
+// the two cblas_sgemm calls per head that compute the same products without
+// the softmax: s = scale q k^T (512 x 512 x 64), y = s v (512 x 64 x 512),
+// interleaved, on as many threads as the plugin's OpenMP uses (OMP_NUM_THREADS,
+// else every core): the heads are shared out on std::threads, OpenBLAS on one
+// thread in each (as the plugin sets it). Both count 4 B H L^2 D flops.
+// Counters: attention/matmul, the GFLOP/s ratio from the median wall times;
+// cpu_attention/matmul from the median process CPU times (what a loaded
+// machine leaves meaningful for two threads); p10_attention/matmul from the
+// fastest tenth.
+
+int bench_threads() {
+  const char* text = std::getenv("OMP_NUM_THREADS");
+  const int env = text ? std::atoi(text) : 0;
+  if (env > 0) return env;
+  return std::max(1, int(std::thread::hardware_concurrency()));
+}
+
+void BM_AttentionVsSgemm(benchmark::State& state) {
+  constexpr int kBatchHeads = 8 * 16, kL = 512, kD = 64;
+  const Shapes shapes{{8, 16, kL, kD}, {8, 16, kL, kD}, {8, 16, kL, kD}};
+  auto attention = op_runner("scaled_dot_product_attention", shapes, AttrList());
+  const int threads = bench_threads();
+  const size_t head = size_t(kL) * kD;
+  std::vector<float> q(kBatchHeads * head), k(q.size()), v(q.size()), y(q.size());
+  std::mt19937 random(11);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  for (auto* x : {&q, &k, &v}) {
+    for (float& e : *x) e = uniform(random);
+  }
+  std::vector<std::vector<float>> scores(size_t(threads), std::vector<float>(size_t(kL) * kL));
+  const float scale = 1.0f / 8.0f;  // 1 / sqrt(64)
+  auto heads = [&](int t) {
+    for (int h = t; h < kBatchHeads; h += threads) {
+      float* s = scores[size_t(t)].data();
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, kL, kL, kD, scale, q.data() + h * head,
+                  kD, k.data() + h * head, kD, 0.0f, s, kL);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, kL, kD, kL, 1.0f, s, kL,
+                  v.data() + h * head, kD, 0.0f, y.data() + h * head, kD);
+    }
+  };
+  auto sgemm = [&] {
+    std::vector<std::thread> pool;
+    for (int t = 1; t < threads; ++t) pool.emplace_back(heads, t);
+    heads(0);
+    for (auto& t : pool) t.join();
+    benchmark::DoNotOptimize(y.data());
+  };
+  const int blas_threads = openblas_get_num_threads();
+  openblas_set_num_threads(1);
+  attention();  // warm up: caches, the allocator's blocks, OpenMP's threads
+  sgemm();
+  std::vector<double> cpu[2];
+  auto with_cpu = [&cpu](const std::function<void()>& run, int which) {
+    return [&cpu, run, which] {
+      const double start = process_cpu_seconds();
+      run();
+      cpu[which].push_back(process_cpu_seconds() - start);
+    };
+  };
+  auto seconds = interleave(state, {with_cpu(attention, 0), with_cpu(sgemm, 1)});
+  openblas_set_num_threads(blas_threads);
+  const double flops = 4.0 * kBatchHeads * kL * kL * kD;
+  state.counters["threads"] = threads;
+  state.counters["attention_GFLOP/s"] = flops / median(seconds[0]) / 1e9;
+  state.counters["sgemm_GFLOP/s"] = flops / median(seconds[1]) / 1e9;
+  state.counters["attention/matmul"] = median(seconds[1]) / median(seconds[0]);
+  state.counters["cpu_attention/matmul"] = median(cpu[1]) / median(cpu[0]);
+  state.counters["p10_attention/matmul"] = quantile(seconds[1], 0.1) / quantile(seconds[0], 0.1);
+}
+BENCHMARK(BM_AttentionVsSgemm)->Iterations(20)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 }  // namespace oar::bench

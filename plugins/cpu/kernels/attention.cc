@@ -55,11 +55,14 @@ void attention_softmax(F* scores, int64_t rows, int64_t width, Seen&& seen) {
 // handed out; a block's result does not depend on the thread that computes
 // it), over blocks of kKeyBlock keys: the block's scores, transposed (keys x
 // queries: k's rows are read as they are, only the queries are packed, once
-// per block of queries), as (scale q) k^T on register tiles; an online
-// softmax vectorized over the queries (each query's running maximum m and
-// sum l; what a query accumulated is rescaled by e^(m_old - m_new) when its
-// maximum grows); acc += e^(scores - m) v on register tiles; y = acc / l at
-// the end. No GEMM packs the scores, and they stay in the core's cache.
+// per block of queries), as (scale log2(e) q) k^T on register tiles, so
+// that the softmax's e^(x - m) is 2^(x' - m') (exp2_nonpositive_f32), each
+// query's maximum over the block taken from the tiles' registers where no
+// key is masked; an online softmax vectorized over the queries (each query's
+// running maximum m and sum l; what a query accumulated is rescaled by
+// 2^(m_old - m_new) when its maximum grows); acc += 2^(scores - m) v on
+// register tiles; y = acc / l at the end. No GEMM packs the scores, and they
+// stay in the core's cache.
 // Sums across key blocks (l and acc) are in double, each block's in f32 (at
 // most kKeyBlock terms), so long rows keep the accumulate tolerance. Masked
 // keys are left out of a query's sums (not set to -inf), so that a query
@@ -84,6 +87,36 @@ bool wide_attention_tiles() {
 #else
   return false;
 #endif
+}
+
+// 2^x in f32 for x <= 0, -inf or NaN (a score in base 2 less its query's
+// maximum): n = round(x) by adding 1.5 * 2^23, r = x - n (exact, |r| <= 1/2),
+// 2^r as 1 + r P(r), P of degree 5 (a fit of relative error, within about
+// 1 ulp of 2^r on [-1/2, 1/2]), times 2^n from its exponent bits. Below
+// -126 (e^-87.3, far under any sum that has its maximum's 1 in it) it gives
+// 0, so the exponent stays normal; -inf gives 0, NaN gives NaN.
+inline float exp2_nonpositive_f32(float x) {
+  constexpr float kShifter = 12582912.0f;
+  const float clamped = x < -126.0f ? -126.0f : x;  // NaN stays NaN
+  const float shifted = clamped + kShifter;
+  const float n = shifted - kShifter;
+  const float r = clamped - n;
+  uint32_t bits, shifter_bits;
+  std::memcpy(&bits, &shifted, sizeof bits);
+  std::memcpy(&shifter_bits, &kShifter, sizeof shifter_bits);
+  // (n + 127) << 23, in unsigned arithmetic (a NaN's bits give any exponent,
+  // and the result stays NaN through r).
+  const uint32_t scale_bits = (bits - shifter_bits + 127u) << 23;
+  float scale;
+  std::memcpy(&scale, &scale_bits, sizeof scale);
+  float p = 1.5353362e-4f;
+  p = p * r + 1.3398875e-3f;
+  p = p * r + 9.6184369e-3f;
+  p = p * r + 5.5503324e-2f;
+  p = p * r + 2.4022648e-1f;
+  p = p * r + 6.9314718e-1f;
+  const float result = (p * r + 1.0f) * scale;
+  return x < -126.0f ? 0.0f : result;
 }
 
 struct FlashBuffers {
@@ -119,7 +152,9 @@ inline __attribute__((always_inline)) void flash_attention_block(const float* q,
   // Queries are the scores' columns, a multiple of the tile's 32.
   const int64_t cols = (rows + kTileColumns - 1) / kTileColumns * kTileColumns;
   const int64_t rows_padded = (rows + kRows - 1) / kRows * kRows;
-  const float scale = float(s.scale);
+  // The scores in base 2 (scale log2(e) q k^T): the softmax's e^(x - m) is
+  // 2^(x' - m'), one multiply less per score.
+  const float scale = float(s.scale * 1.4426950408889634);
   float* qt = w.qt.data();
   float* st = w.scores.data();
   float *limit = w.limit.data(), *m = w.m.data(), *alpha = w.alpha.data();
@@ -139,7 +174,19 @@ inline __attribute__((always_inline)) void flash_attention_block(const float* q,
   const int64_t keys = visible(rows - 1);
   for (int64_t j0 = 0; j0 < keys; j0 += kKeyBlock) {
     const int64_t width = std::min(kKeyBlock, keys - j0);
-    // st[j][i] = sum_c k[j0 + j][c] qt[c][i] on tiles of kRows keys x 32 queries.
+    // limit[i] of the block's keys are visible to query i.
+    bool all_visible = true;  // no mask in this block (padding queries take any)
+    for (int64_t i = 0; i < cols; ++i) {
+      const int64_t n = i < rows ? std::clamp<int64_t>(visible(i) - j0, 0, width) : width;
+      all_visible = all_visible && n == width;
+      limit[i] = float(n);
+      block_max[i] = -kInf;
+      block_sum[i] = 0;
+    }
+    // st[j][i] = sum_c k[j0 + j][c] qt[c][i] on tiles of kRows keys x 32
+    // queries; without a mask, each query's maximum over the block from the
+    // tiles' registers (a NaN score is left out: its 2^NaN makes the query's
+    // sum NaN all the same).
     for (int64_t j = 0; j < width; j += kRows) {
       const float* kr[kRows];
       for (int r = 0; r < kRows; ++r) kr[r] = j + r < width ? k + (j0 + j + r) * d : w.zeros.data();
@@ -155,32 +202,27 @@ inline __attribute__((always_inline)) void flash_attention_block(const float* q,
             a[r][1] += kr[r][c] * q1;
           }
         }
-        for (int r = 0; r < kRows; ++r) {
-          if (j + r >= width) break;
+        const int valid = int(std::min<int64_t>(kRows, width - j));
+        for (int r = 0; r < valid; ++r) {
           std::memcpy(st + (j + r) * cols + i, &a[r][0], sizeof a[r][0]);
           std::memcpy(st + (j + r) * cols + i + 16, &a[r][1], sizeof a[r][1]);
         }
-      }
-    }
-    // The online softmax, over the queries: limit[i] of the block's keys are
-    // visible to query i; their scores become e^(score - m), the rest 0.
-    bool all_visible = true;  // no mask in this block (padding queries take any)
-    for (int64_t i = 0; i < cols; ++i) {
-      const int64_t n = i < rows ? std::clamp<int64_t>(visible(i) - j0, 0, width) : width;
-      all_visible = all_visible && n == width;
-      limit[i] = float(n);
-      block_max[i] = -kInf;
-      block_sum[i] = 0;
-    }
-    if (all_visible) {
-      for (int64_t j = 0; j < width; ++j) {
-        const float* row = st + j * cols;
-        for (int64_t i = 0; i < cols; ++i) {  // the maximum; NaN sticks
-          const float x = row[i];
-          block_max[i] = x > block_max[i] || x != x ? x : block_max[i];
+        if (all_visible) {
+          F32x16 m0, m1;
+          std::memcpy(&m0, block_max + i, sizeof m0);
+          std::memcpy(&m1, block_max + i + 16, sizeof m1);
+          for (int r = 0; r < valid; ++r) {
+            m0 = a[r][0] > m0 ? a[r][0] : m0;
+            m1 = a[r][1] > m1 ? a[r][1] : m1;
+          }
+          std::memcpy(block_max + i, &m0, sizeof m0);
+          std::memcpy(block_max + i + 16, &m1, sizeof m1);
         }
       }
-    } else {
+    }
+    // The online softmax, over the queries: the visible scores become
+    // 2^(score - m), the rest 0.
+    if (!all_visible) {
       for (int64_t j = 0; j < width; ++j) {
         const float* row = st + j * cols;
         const float jf = float(j);
@@ -194,14 +236,14 @@ inline __attribute__((always_inline)) void flash_attention_block(const float* q,
       const float previous = m[i], b = block_max[i];
       const float now = b > previous || b != b ? b : previous;
       shift[i] = now == -kInf ? 0.0f : now;  // all -inf so far: their e^-inf = 0
-      alpha[i] = limit[i] > 0 ? exp_nonpositive_f32(previous - shift[i]) : 1.0f;
+      alpha[i] = limit[i] > 0 ? exp2_nonpositive_f32(previous - shift[i]) : 1.0f;
       m[i] = limit[i] > 0 ? now : previous;
     }
     if (all_visible) {
       for (int64_t j = 0; j < width; ++j) {
         float* row = st + j * cols;
         for (int64_t i = 0; i < cols; ++i) {
-          const float e = exp_nonpositive_f32(row[i] - shift[i]);
+          const float e = exp2_nonpositive_f32(row[i] - shift[i]);
           row[i] = e;
           block_sum[i] += e;
         }
@@ -211,7 +253,7 @@ inline __attribute__((always_inline)) void flash_attention_block(const float* q,
         float* row = st + j * cols;
         const float jf = float(j);
         for (int64_t i = 0; i < cols; ++i) {
-          const float e = jf < limit[i] ? exp_nonpositive_f32(row[i] - shift[i]) : 0.0f;
+          const float e = jf < limit[i] ? exp2_nonpositive_f32(row[i] - shift[i]) : 0.0f;
           row[i] = e;
           block_sum[i] += e;
         }
