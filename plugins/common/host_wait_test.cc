@@ -140,14 +140,45 @@ TEST(SdkHostWaitTest, StopsPollingOnAnIdleHostWhenBlockingIsFaster) {
   EXPECT_EQ(polled, 2) << "one wait in kExploreEvery still polls";
 }
 
+// One wait of |waits| that took |polled| when it polled and |blocked| when it
+// blocked; true when it polled.
+bool wait_either(HostWait& waits, nanoseconds polled, nanoseconds blocked) {
+  bool poll = waits.should_poll();
+  waits.finished_after(poll ? polled : blocked);
+  return poll;
+}
+
 TEST(SdkHostWaitTest, RetriesAClearLoserLessOften) {
   HostWait waits(microseconds(100), kIdleHost);
   for (uint32_t i = 0; i + 1 < HostWait::kExploreEvery; ++i) wait_once(waits, microseconds(60));
   EXPECT_FALSE(wait_once(waits, microseconds(20)));  // blocking: 3 times as fast
   const uint32_t period = HostWait::kExploreEvery * HostWait::kClearLoserFactor;
   int polled = 0;
-  for (uint32_t i = 0; i < 2 * period; ++i) polled += wait_once(waits, microseconds(20));
+  for (uint32_t i = 0; i < 2 * period; ++i) {
+    polled += wait_either(waits, microseconds(60), microseconds(20));
+  }
   EXPECT_EQ(polled, 2) << "one wait in kExploreEvery * kClearLoserFactor polls";
+}
+
+TEST(SdkHostWaitTest, RetriesAClearLoserAtTheUsualRateOnceItsLatestWaitWasFast) {
+  HostWait waits(microseconds(100), kIdleHost);
+  for (uint32_t i = 0; i + 1 < HostWait::kExploreEvery; ++i) wait_once(waits, microseconds(90));
+  EXPECT_FALSE(wait_once(waits, microseconds(20)));  // blocking: clearly faster
+  const uint32_t period = HostWait::kExploreEvery * HostWait::kClearLoserFactor;
+  int polled = 0;
+  uint32_t waited = 0;
+  while (polled == 0 && waited < 2 * period) {  // up to the next polled wait
+    polled += wait_either(waits, microseconds(20), microseconds(20));
+    ++waited;
+  }
+  ASSERT_EQ(polled, 1);
+  // The machine changed: polling now takes what blocking takes. Its median
+  // (90 us) is stale, but its latest wait was not clearly slower.
+  polled = 0;
+  for (uint32_t i = 0; i < 4 * HostWait::kExploreEvery; ++i) {
+    polled += wait_either(waits, microseconds(15), microseconds(20));
+  }
+  EXPECT_GE(polled, 3) << "retried every kExploreEvery-th wait, not every " << period << "th";
 }
 
 TEST(SdkHostWaitTest, FollowsTheMedianOfRecentWaitsNotOneOutlier) {

@@ -85,9 +85,11 @@ bool spin_until(std::chrono::nanoseconds budget, Done&& done) {
 // durations of its last kSamples polled waits and of its last kSamples
 // blocking waits, and waits the way whose median is lower. Every
 // kExploreEvery-th wait goes the other way, so that both medians follow a
-// machine whose load changes; while the other way's median is more than 1.5
-// times the faster one's, only every (kExploreEvery * kClearLoserFactor)-th
-// does (retrying a clear loser costs more than it is likely to tell). Until
+// machine whose load changes; while the other way's median and its latest
+// wait are both more than 1.5 times the faster one's median, only every
+// (kExploreEvery * kClearLoserFactor)-th does (retrying a clear loser costs
+// more than it is likely to tell; a fast latest wait says its median is stale
+// or its waits are bimodal, and it is retried at the usual rate again). Until
 // both ways have been timed it polls when the host has a core to spare
 // (host_busy) and blocks when it has not. Waits that block because the
 // previous wait was long (or polling is off) are no choice and not counted.
