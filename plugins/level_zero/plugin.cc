@@ -15,10 +15,15 @@
 // the prior work completed; later work of the stream waits on an event the
 // thread signals after the callback returned.
 //
-// Kernels: modules.h (the opencl plugin's OpenCL C compiled to SPIR-V),
-// created with zeModuleCreate on first use per device and (source, dtype);
-// arguments are set in the opencl plugin's layout (a buffer is a pointer
-// here, a cl_mem there; offsets, sizes and geometry structs the same).
+// Kernels: the opencl plugin's operators (plugins/opencl/kernels/*.cc, the
+// same code) through LevelZeroBackend, this plugin's implementation of their
+// launch layer (kernels/kernel.h's Backend): the kernels of modules.h (the
+// same OpenCL C compiled to SPIR-V), created with zeModuleCreate on first use
+// per device and (source, dtype); arguments set as the opencl plugin sets
+// them (a buffer is a USM pointer here, a cl_mem there: 8 bytes in both;
+// offsets, sizes, geometry structs and local memory the same). A stream's
+// index-error record (common.cl's index_error) is USM host memory read when
+// the stream synchronizes.
 //
 // Errors: a failed call throws with the ze_result_t's name. A lost device
 // (ZE_RESULT_ERROR_DEVICE_LOST and the like, reported when waiting) fails the
@@ -45,6 +50,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <numeric>
 #include <string>
 #include <thread>
 #include <unordered_set>
@@ -52,6 +58,7 @@
 #include <vector>
 
 #include "dtype_tag.h"
+#include "kernels/kernel.h"
 #include "loader.h"
 #include "modules.h"
 #include "oar/dtype.hpp"
@@ -153,6 +160,7 @@ struct DeviceInfo {
   ze_device_handle_t device = nullptr;
   ze_context_handle_t context = nullptr;  // the driver's, shared by its devices
   uint32_t compute_ordinal = 0;           // the first queue group that computes
+  uint32_t max_group_size = 1;            // work-items of a group (maxTotalGroupSize)
   double ns_per_tick = 1.0;               // of the global timestamp
   uint64_t timestamp_mask = ~0ull;
   bool fp64 = false;
@@ -176,6 +184,10 @@ struct oar_stream_s {
   ze_command_list_handle_t list = nullptr;
   std::mutex mutex;  // guards the list (a command list is not thread-safe), failure, held
   oar::level_zero::Failure failure;
+  // The index-error record of the stream's kernels (3 longs of USM host
+  // memory, common.cl's index_error), created by the first kernel that needs
+  // it; read when the stream synchronizes.
+  int64_t* error_record = nullptr;
   // Points this stream's list waits on (events of other streams, callback
   // releases): kept alive until the stream next synchronizes.
   std::vector<std::shared_ptr<oar::level_zero::Point>> held;
@@ -219,15 +231,6 @@ struct oar_device_s {
 
 namespace oar::level_zero {
 
-// One kernel argument: a value of any type, copied by
-// zeKernelSetArgumentValue, as the opencl plugin's KArg.
-struct KArg {
-  size_t size;
-  const void* data;
-  template <typename T>
-  KArg(const T& value) : size(sizeof(T)), data(&value) {}  // NOLINT: implicit on purpose
-};
-
 // The tag the .cl sources name |dtype| by ("f32"), the opencl plugin's.
 const char* dtype_tag(DLDataType dtype) {
   if (const char* tag = opencl::source_dtype_tag(dtype)) return tag;
@@ -236,7 +239,30 @@ const char* dtype_tag(DLDataType dtype) {
 }
 
 class LevelZeroPlugin;
-void unary_body(const sdk::KernelCall& call);
+
+// The launch layer of the opencl plugin's kernels (plugins/opencl/kernels/
+// kernel.h) on Level Zero; LevelZeroPlugin implements it.
+class LevelZeroBackend final : public opencl::Backend {
+ public:
+  explicit LevelZeroBackend(LevelZeroPlugin* plugin) : plugin_(plugin) {}
+  const char* name() const override { return "level_zero"; }
+  opencl::DeviceTraits traits(const oar_kernel_call_t& call) const override;
+  void check_view(const oar_kernel_call_t& call, opencl::Buffer memory, const sdk::ByteSpan& span,
+                  const char* what) const override;
+  opencl::Buffer error_flag(const oar_kernel_call_t& call) const override;
+  void launch_1d(const oar_kernel_call_t& call, const opencl::KernelName& kernel, int64_t global,
+                 std::initializer_list<opencl::KArg> args) const override;
+  void launch_nd(const oar_kernel_call_t& call, const opencl::KernelName& kernel, uint32_t dims,
+                 const size_t* global, const size_t* local,
+                 std::initializer_list<opencl::KArg> args) const override;
+  void fill(const oar_kernel_call_t& call, opencl::Buffer memory, uint64_t offset,
+            const void* pattern, size_t pattern_size, uint64_t bytes) const override;
+  void copy(const oar_kernel_call_t& call, opencl::Buffer from, uint64_t from_offset,
+            opencl::Buffer to, uint64_t to_offset, uint64_t bytes) const override;
+
+ private:
+  LevelZeroPlugin* plugin_;
+};
 
 class LevelZeroPlugin {
  public:
@@ -262,68 +288,165 @@ class LevelZeroPlugin {
 
   // --- operators ----------------------------------------------------------------
 
-  // The unary operators of kernels/elementwise.cl (u_<op>), the first the
-  // plugin serves: their kernels take (x, x offset, y, y offset, n).
+  // Every operator of the opencl plugin, from the same code
+  // (plugins/opencl/kernels/*.cc), launched through backend_.
   void register_kernels(const oar_kernel_registrar_t* registrar) {
     sdk::require_not_null(registrar, "registrar");
     sdk::KernelRegistrar kernels(registrar);
-    constexpr uint32_t kFloats = ops::kF16 | ops::kBF16 | ops::kF32 | ops::kF64;
-    for (const char* op :
-         {"neg", "abs", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "relu",
-          "silu", "erf", "floor", "ceil", "reciprocal", "gelu"}) {
-      table_.add(kernels, op, unary_body, kFloats, 0, this);
-    }
+    opencl::register_all_kernels(kernels, backend_);
   }
 
-  void check_tensor(const oar_kernel_call_t& call, const DLTensor& t, const char* what) const {
+  // --- the kernels' launch layer (LevelZeroBackend) ------------------------------
+
+  opencl::DeviceTraits traits(const oar_kernel_call_t& call) const {
+    sdk::require_not_null(call.device, "device");
+    const DeviceInfo& info = *call.device->info;
+    opencl::DeviceTraits traits;
+    traits.fp64 = info.fp64;
+    traits.max_work_group_size = info.max_group_size;
+    traits.kind = info.properties.kind;
+    traits.builds_at_run_time = false;  // modules compiled offline
+    return traits;
+  }
+
+  void check_view(const oar_kernel_call_t& call, void* memory, const sdk::ByteSpan& span,
+                  const char* what) const {
     sdk::AllocationTable::Allocation allocation;
     sdk::require(
-        allocations_.find(t.data, &allocation) && allocation.device == call.device,
+        memory != nullptr && allocations_.find(memory, &allocation) &&
+            allocation.device == call.device,
         OAR_STATUS_INVALID_ARGUMENT,
         std::string("level_zero: the ") + what + " tensor is not memory of the call's device");
-    allocations_.check_tensor(t, what);
+    allocations_.check_range(memory, span.offset, span.size, what);
   }
 
-  // Appends |kernel| of kernels/<source>.cl built for |dtype| over |global|
-  // work-items (1-D; the group size the driver suggests, the kernels check
-  // their bound) on the call's stream.
-  void launch(const oar_kernel_call_t& call, const char* source, DLDataType dtype,
-              const char* kernel, int64_t global, std::initializer_list<KArg> args) {
-    if (global <= 0) return;
-    oar_device_s* device = call.device;
-    oar_stream_s* stream = call.stream;
-    sdk::require_not_null(device, "device");
-    sdk::require_not_null(stream, "stream");
-    sdk::require(stream->device == device, OAR_STATUS_INVALID_ARGUMENT,
-                 "level_zero: the call's stream belongs to another device");
-    sdk::require(uint64_t(global) <= UINT32_MAX, OAR_STATUS_UNIMPLEMENTED,
-                 std::string("level_zero: ") + kernel + " over more than 2^32 elements");
-    KernelSlot& slot = find_kernel(device, source, dtype_tag(dtype), kernel);
+  // The stream's index-error record, created (zeroed USM host memory) on
+  // first use.
+  void* error_flag(const oar_kernel_call_t& call) {
+    oar_stream_s* stream = call_stream(call);
+    std::lock_guard<std::mutex> lock(stream->mutex);
+    if (stream->error_record == nullptr) {
+      ze_host_mem_alloc_desc_t host{};
+      host.stype = ZE_STRUCTURE_TYPE_HOST_MEM_ALLOC_DESC;
+      void* record = nullptr;
+      check(ze_.zeMemAllocHost(stream->device->info->context, &host, 3 * sizeof(int64_t),
+                               sizeof(int64_t), &record),
+            "zeMemAllocHost(stream error record)");
+      std::memset(record, 0, 3 * sizeof(int64_t));
+      stream->error_record = static_cast<int64_t*>(record);
+    }
+    return stream->error_record;
+  }
+
+  // Appends |kernel| over |groups| groups of |group| work-items (x, y, z) with
+  // |args| set as the opencl plugin sets them.
+  void launch(const oar_kernel_call_t& call, const opencl::KernelName& kernel,
+              const uint32_t group[3], const ze_group_count_t& groups,
+              std::initializer_list<opencl::KArg> args) {
+    oar_stream_s* stream = call_stream(call);
+    KernelSlot& slot = find_kernel(call.device, kernel);
     std::lock_guard<std::mutex> kernel_lock(slot.mutex);
+    // common.cl's real_arg is double only in the f64 modules (the only ones
+    // built with OAR_HAS_FP64).
+    const bool wide = ops::dtype_bit(kernel.dtype) == ops::kF64;
     uint32_t index = 0;
-    for (const KArg& arg : args) {
-      ze_result_t result = ze_.zeKernelSetArgumentValue(slot.kernel, index, arg.size, arg.data);
+    for (const opencl::KArg& arg : args) {
+      size_t size = arg.size;
+      const void* data = arg.data;
+      if (arg.real != nullptr) {
+        size = wide ? sizeof(double) : sizeof(float);
+        data = wide ? static_cast<const void*>(&arg.real->wide) : &arg.real->narrow;
+      }
+      ze_result_t result = ze_.zeKernelSetArgumentValue(slot.kernel, index, size, data);
       if (result != ZE_RESULT_SUCCESS) {
-        failure(
-            (std::string("zeKernelSetArgumentValue(") + kernel + ", " + std::to_string(index) + ")")
-                .c_str(),
-            result)
+        failure((std::string("zeKernelSetArgumentValue(") + kernel.name + ", " +
+                 std::to_string(index) + ")")
+                    .c_str(),
+                result)
             .raise();
       }
       ++index;
     }
-    uint32_t gx = 1, gy = 1, gz = 1;
-    check(ze_.zeKernelSuggestGroupSize(slot.kernel, uint32_t(global), 1, 1, &gx, &gy, &gz),
-          "zeKernelSuggestGroupSize");
-    if (gx == 0) gx = 1;
-    check(ze_.zeKernelSetGroupSize(slot.kernel, gx, 1, 1), "zeKernelSetGroupSize");
-    ze_group_count_t groups{uint32_t((uint64_t(global) + gx - 1) / gx), 1, 1};
+    check(ze_.zeKernelSetGroupSize(slot.kernel, group[0], group[1], group[2]),
+          "zeKernelSetGroupSize");
     std::lock_guard<std::mutex> lock(stream->mutex);
     raise_if_failed_locked(stream);
     append(stream,
            ze_.zeCommandListAppendLaunchKernel(stream->list, slot.kernel, &groups, nullptr, 0,
                                                nullptr),
            "zeCommandListAppendLaunchKernel");
+  }
+
+  // 1-D over |global| work-items: groups of the size the driver suggests,
+  // the last one padded (the kernels check their bound).
+  void launch_1d(const oar_kernel_call_t& call, const opencl::KernelName& kernel, int64_t global,
+                 std::initializer_list<opencl::KArg> args) {
+    sdk::require(uint64_t(global) <= UINT32_MAX, OAR_STATUS_UNIMPLEMENTED,
+                 std::string("level_zero: ") + kernel.name + " over more than 2^32 work-items");
+    KernelSlot& slot = find_kernel(call.device, kernel);
+    uint32_t group[3] = {1, 1, 1};
+    check(ze_.zeKernelSuggestGroupSize(slot.kernel, uint32_t(global), 1, 1, &group[0], &group[1],
+                                       &group[2]),
+          "zeKernelSuggestGroupSize");
+    group[0] = std::max(group[0], 1u);
+    group[1] = group[2] = 1;
+    const ze_group_count_t groups{uint32_t((uint64_t(global) + group[0] - 1) / group[0]), 1, 1};
+    launch(call, kernel, group, groups, args);
+  }
+
+  // Exactly |global| in groups of |local| (a multiple of it, as OpenCL
+  // requires), or of the suggested size cut to a divisor of |global|.
+  void launch_nd(const oar_kernel_call_t& call, const opencl::KernelName& kernel, uint32_t dims,
+                 const size_t* global, const size_t* local,
+                 std::initializer_list<opencl::KArg> args) {
+    sdk::require(dims >= 1 && dims <= 3, OAR_STATUS_INTERNAL,
+                 std::string("level_zero: ") + kernel.name + ": 1 to 3 dimensions");
+    size_t sizes[3] = {1, 1, 1};
+    for (uint32_t d = 0; d < dims; ++d) {
+      sizes[d] = global[d];
+      sdk::require(global[d] <= UINT32_MAX, OAR_STATUS_UNIMPLEMENTED,
+                   std::string("level_zero: ") + kernel.name + " over more than 2^32 work-items");
+    }
+    uint32_t group[3] = {1, 1, 1};
+    if (local != nullptr) {
+      for (uint32_t d = 0; d < dims; ++d) group[d] = uint32_t(local[d]);
+    } else {
+      KernelSlot& slot = find_kernel(call.device, kernel);
+      check(ze_.zeKernelSuggestGroupSize(slot.kernel, uint32_t(sizes[0]), uint32_t(sizes[1]),
+                                         uint32_t(sizes[2]), &group[0], &group[1], &group[2]),
+            "zeKernelSuggestGroupSize");
+      // The range is exact (these kernels do not check a bound): a group that
+      // divides it.
+      for (int d = 0; d < 3; ++d)
+        group[d] = uint32_t(std::gcd(size_t(std::max(group[d], 1u)), sizes[d]));
+    }
+    ze_group_count_t groups{1, 1, 1};
+    uint32_t* counts[3] = {&groups.groupCountX, &groups.groupCountY, &groups.groupCountZ};
+    for (int d = 0; d < 3; ++d) {
+      sdk::require(group[d] != 0 && sizes[d] % group[d] == 0, OAR_STATUS_INTERNAL,
+                   std::string("level_zero: ") + kernel.name +
+                       ": the range is not a multiple of the group size");
+      *counts[d] = uint32_t(sizes[d] / group[d]);
+    }
+    launch(call, kernel, group, groups, args);
+  }
+
+  void fill(const oar_kernel_call_t& call, void* memory, uint64_t offset, const void* pattern,
+            size_t pattern_size, uint64_t bytes) {
+    if (bytes == 0) return;
+    oar_stream_s* stream = call_stream(call);
+    std::lock_guard<std::mutex> lock(stream->mutex);
+    raise_if_failed_locked(stream);
+    append(stream,
+           ze_.zeCommandListAppendMemoryFill(stream->list, at(memory, offset), pattern,
+                                             pattern_size, size_t(bytes), nullptr, 0, nullptr),
+           "zeCommandListAppendMemoryFill");
+  }
+
+  void copy_on(const oar_kernel_call_t& call, void* from, uint64_t from_offset, void* to,
+               uint64_t to_offset, uint64_t bytes) {
+    if (bytes == 0) return;
+    copy(call_stream(call), at(to, to_offset), at(from, from_offset), bytes);
   }
 
   // --- devices ------------------------------------------------------------------
@@ -444,6 +567,8 @@ class LevelZeroPlugin {
       return;
     }
     if (result != ZE_RESULT_SUCCESS) fail(stream, result, "zeEventQueryStatus").raise();
+    Failure failed = read_error_record(stream);
+    if (failed.failed()) failed.raise();
     *out_idle = true;
   }
 
@@ -708,6 +833,16 @@ class LevelZeroPlugin {
   static char* at(oar_memory_t memory, uint64_t offset) {
     return reinterpret_cast<char*>(memory) + offset;
   }
+  static char* at(void* memory, uint64_t offset) { return static_cast<char*>(memory) + offset; }
+
+  // The call's stream, checked to be of the call's device.
+  static oar_stream_s* call_stream(const oar_kernel_call_t& call) {
+    sdk::require_not_null(call.device, "device");
+    sdk::require_not_null(call.stream, "stream");
+    sdk::require(call.stream->device == call.device, OAR_STATUS_INVALID_ARGUMENT,
+                 "level_zero: the call's stream belongs to another device");
+    return call.stream;
+  }
 
   void copy(oar_stream_s* stream, void* to, const void* from, uint64_t size) {
     std::lock_guard<std::mutex> lock(stream->mutex);
@@ -841,7 +976,25 @@ class LevelZeroPlugin {
       point->appended = false;  // never signaled now: do not wait for it again
       return fail(stream, result, "zeEventHostSynchronize");
     }
-    return {};
+    return read_error_record(stream);
+  }
+
+  // After the stream's work completed: the stream fails (OUT_OF_RANGE) where a
+  // kernel wrote its index-error record ([0]: the operator's code in its low
+  // int, [1] the index, [2] the bound).
+  Failure read_error_record(oar_stream_s* stream) {
+    std::lock_guard<std::mutex> lock(stream->mutex);
+    if (stream->failure.failed() || stream->error_record == nullptr) return stream->failure;
+    int32_t code = 0;
+    std::memcpy(&code, &stream->error_record[0], sizeof(code));
+    if (code != 0) {
+      stream->failure = {OAR_STATUS_OUT_OF_RANGE,
+                         std::string("level_zero: ") + opencl::index_error_operator(code) +
+                             ": index " + std::to_string(stream->error_record[1]) +
+                             " out of range [0, " + std::to_string(stream->error_record[2]) +
+                             "); the stream has failed"};
+    }
+    return stream->failure;
   }
 
   // The stream's callback thread: each task in order, once its point is
@@ -890,14 +1043,21 @@ class LevelZeroPlugin {
     stream->held.clear();
     stream->last.reset();
     ze_.zeCommandListDestroy(stream->list);
+    if (stream->error_record != nullptr) {
+      ze_.zeMemFree(stream->device->info->context, stream->error_record);
+    }
   }
 
-  // The module of |source| for |tag| and its kernel |name| on |device|,
-  // created on first use.
-  KernelSlot& find_kernel(oar_device_s* device, const char* source, const char* tag,
-                          const char* name) {
-    const std::string module_key = std::string(source) + "|" + tag;
-    const std::string kernel_key = module_key + "|" + name;
+  // The module of kernels/<source>.cl for the kernel's dtype and its kernel
+  // on |device|, created on first use.
+  KernelSlot& find_kernel(oar_device_s* device, const opencl::KernelName& kernel) {
+    sdk::require(kernel.defines == nullptr, OAR_STATUS_INTERNAL,
+                 std::string("level_zero: ") + kernel.name +
+                     ": the modules are compiled offline, without a text of their own");
+    const char* source = source_name(kernel.source);
+    const char* tag = dtype_tag(kernel.dtype);
+    std::string module_key = std::string(source) + "|" + tag;
+    std::string kernel_key = module_key + "|" + kernel.name;
     std::lock_guard<std::mutex> lock(device->kernel_mutex);
     auto found = device->kernels.find(kernel_key);
     if (found != device->kernels.end()) return *found->second;
@@ -908,10 +1068,42 @@ class LevelZeroPlugin {
     auto slot = std::make_unique<KernelSlot>();
     ze_kernel_desc_t desc{};
     desc.stype = ZE_STRUCTURE_TYPE_KERNEL_DESC;
-    desc.pKernelName = name;
-    check(ze_.zeKernelCreate(module->second, &desc, &slot->kernel),
-          (std::string("zeKernelCreate(") + name + ")").c_str());
+    desc.pKernelName = kernel.name;
+    ze_result_t result = ze_.zeKernelCreate(module->second, &desc, &slot->kernel);
+    // The modules hold every __kernel of their source as compiled for the
+    // dtype (checked at build time); what OAR_HAS_FP64 leaves out of the
+    // modules of the other dtypes (cast_to_f64) is missing.
+    sdk::require(result != ZE_RESULT_ERROR_INVALID_KERNEL_NAME, OAR_STATUS_UNIMPLEMENTED,
+                 std::string("level_zero: the SPIR-V module of kernels/") + source + ".cl for " +
+                     tag + " has no kernel " + kernel.name +
+                     " (the modules of dtypes other than f64 are compiled without fp64)");
+    check(result, (std::string("zeKernelCreate(") + kernel.name + ")").c_str());
     return *device->kernels.emplace(kernel_key, std::move(slot)).first->second;
+  }
+
+  // kernels/<name>.cl of |source| (the modules' source names).
+  static const char* source_name(opencl::Source source) {
+    switch (source) {
+      case opencl::Source::kElementwise:
+        return "elementwise";
+      case opencl::Source::kReduction:
+        return "reduction";
+      case opencl::Source::kNn:
+        return "nn";
+      case opencl::Source::kGrad:
+        return "grad";
+      case opencl::Source::kNnGrad:
+        return "nn_grad";
+      case opencl::Source::kOptimizer:
+        return "optimizer";
+      case opencl::Source::kLayoutV2:
+        return "layout_v2";
+      case opencl::Source::kMathV2:
+        return "math_v2";
+      case opencl::Source::kGemm:
+        return "gemm";
+    }
+    return "";
   }
 
   ze_module_handle_t create_module(const DeviceInfo& info, const char* source, const char* tag) {
@@ -1082,6 +1274,11 @@ class LevelZeroPlugin {
     if (result != ZE_RESULT_SUCCESS) {
       return "zeDeviceGetCommandQueueGroupProperties: " + result_name(result);
     }
+    ze_device_compute_properties_t compute_properties{};
+    compute_properties.stype = ZE_STRUCTURE_TYPE_DEVICE_COMPUTE_PROPERTIES;
+    result = ze_.zeDeviceGetComputeProperties(info->device, &compute_properties);
+    if (result != ZE_RESULT_SUCCESS) return "zeDeviceGetComputeProperties: " + result_name(result);
+    info->max_group_size = std::max(compute_properties.maxTotalGroupSize, 1u);
     auto compute = std::find_if(groups.begin(), groups.end(), [](const auto& g) {
       return (g.flags & ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COMPUTE) != 0;
     });
@@ -1135,28 +1332,36 @@ class LevelZeroPlugin {
   std::mutex graveyard_mutex_;
   std::vector<std::shared_ptr<Point>> graveyard_;  // points retired before they completed
   sdk::AllocationTable allocations_{"level_zero", sdk::AllocationTable::Unknown::kRefuse};
-  sdk::KernelTable table_;  // the registered operators (called until finalize)
+  LevelZeroBackend backend_{this};  // of the registered operators (called until finalize)
 };
 
-// kernels/elementwise.cl's u_<op> (u_gelu / u_gelu_tanh by gelu's attribute)
-// over the contiguous input and output.
-void unary_body(const sdk::KernelCall& call) {
-  auto* plugin = static_cast<LevelZeroPlugin*>(call.user_data);
-  const DLTensor& x = call.input(0);
-  const DLTensor& y = call.output(0);
-  plugin->check_tensor(call.call, x, "input");
-  plugin->check_tensor(call.call, y, "output");
-  std::string kernel = std::string("u_") + call.schema.name;
-  if (kernel == "u_gelu") {
-    const std::string approximate = call.attrs.get_string("approximate");
-    sdk::require(approximate == "none" || approximate == "tanh", OAR_STATUS_INVALID_ARGUMENT,
-                 "gelu: approximate must be \"none\" or \"tanh\", not \"" + approximate + "\"");
-    if (approximate == "tanh") kernel = "u_gelu_tanh";
-  }
-  int64_t n = 1;
-  for (int d = 0; d < y.ndim; ++d) n *= y.shape[d];
-  const uint64_t xo = x.byte_offset, yo = y.byte_offset;
-  plugin->launch(call.call, "elementwise", x.dtype, kernel.c_str(), n, {x.data, xo, y.data, yo, n});
+opencl::DeviceTraits LevelZeroBackend::traits(const oar_kernel_call_t& call) const {
+  return plugin_->traits(call);
+}
+void LevelZeroBackend::check_view(const oar_kernel_call_t& call, opencl::Buffer memory,
+                                  const sdk::ByteSpan& span, const char* what) const {
+  plugin_->check_view(call, memory, span, what);
+}
+opencl::Buffer LevelZeroBackend::error_flag(const oar_kernel_call_t& call) const {
+  return plugin_->error_flag(call);
+}
+void LevelZeroBackend::launch_1d(const oar_kernel_call_t& call, const opencl::KernelName& kernel,
+                                 int64_t global, std::initializer_list<opencl::KArg> args) const {
+  plugin_->launch_1d(call, kernel, global, args);
+}
+void LevelZeroBackend::launch_nd(const oar_kernel_call_t& call, const opencl::KernelName& kernel,
+                                 uint32_t dims, const size_t* global, const size_t* local,
+                                 std::initializer_list<opencl::KArg> args) const {
+  plugin_->launch_nd(call, kernel, dims, global, local, args);
+}
+void LevelZeroBackend::fill(const oar_kernel_call_t& call, opencl::Buffer memory, uint64_t offset,
+                            const void* pattern, size_t pattern_size, uint64_t bytes) const {
+  plugin_->fill(call, memory, offset, pattern, pattern_size, bytes);
+}
+void LevelZeroBackend::copy(const oar_kernel_call_t& call, opencl::Buffer from,
+                            uint64_t from_offset, opencl::Buffer to, uint64_t to_offset,
+                            uint64_t bytes) const {
+  plugin_->copy_on(call, from, from_offset, to, to_offset, bytes);
 }
 
 }  // namespace oar::level_zero

@@ -48,13 +48,16 @@ class ProgramCache {
   static constexpr size_t kRefs = 128;
   KernelSlot& kernel(size_t slot, size_t id, const char* source_name, const char* source,
                      const char* tag, const char* name) {
-    if (slot < kSlots && id < kRefs) {
-      KernelSlot* found = resolved_[slot][id].load(std::memory_order_acquire);
-      if (found != nullptr) return *found;
-    }
+    if (KernelSlot* found = resolved(slot, id)) return *found;
     KernelSlot& created = kernel(slot, source_name, source, tag, name);
     if (slot < kSlots && id < kRefs) resolved_[slot][id].store(&created, std::memory_order_release);
     return created;
+  }
+
+  // The kernel of (slot, id) once kernel() resolved it, else null; no lock.
+  KernelSlot* resolved(size_t slot, size_t id) const {
+    if (slot >= kSlots || id >= kRefs) return nullptr;
+    return resolved_[slot][id].load(std::memory_order_acquire);
   }
 
   // How programs were obtained since start: for the log and the tests.

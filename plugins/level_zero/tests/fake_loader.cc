@@ -3,8 +3,10 @@
 // An immediate command list is a worker thread that runs its commands in
 // order (copies and fills with memcpy/memset, signals, waits, timestamps
 // from the host's steady clock); a kernel launch is recorded, not run.
-// zeModuleCreate reads the SPIR-V's OpEntryPoint names, so zeKernelCreate
-// fails for a kernel the embedded module lacks, as a driver would.
+// zeModuleCreate reads the SPIR-V's OpEntryPoint names and each entry point's
+// parameter count, so that, as a driver would, zeKernelCreate fails for a
+// kernel the embedded module lacks, zeKernelSetArgumentValue for an index past
+// the kernel's parameters, and a launch with a parameter never set.
 //
 // Switches, read at zeInit (environment variables):
 //   OAR_ZE_FAKE_INIT_RESULT=<n>  zeInit returns ze_result_t n
@@ -12,9 +14,17 @@
 //   OAR_ZE_FAKE_FP64=0           the devices have no fp64
 //   OAR_ZE_FAKE_LOST_AFTER=<n>   the device is lost after n commands ran
 //   OAR_ZE_FAKE_MODULE_RESULT=<n> zeModuleCreate fails with n and a build log
+//   OAR_ZE_FAKE_INDEX_ERROR=<kernel> when that kernel runs, it writes the
+//                                index-error record {1, 7, 5} (common.cl's
+//                                index_error: index_select, index 7, bound 5)
+//                                through its last argument, as the kernel
+//                                does for an index out of range
 // Inspection (extern "C", for the tests): oar_ze_fake_live() counts live
 // objects; oar_ze_fake_log() is the order objects were destroyed in;
-// oar_ze_fake_launches() the launches ("kernel groups=N group=G args=...").
+// oar_ze_fake_launches() the launches, one line each:
+//   "<kernel> groups=X,Y,Z group=x,y,z args=<arg>;<arg>;..." where an argument
+//   of 4 or 8 bytes is its signed decimal value, local memory is "local:<n>"
+//   and any other size "<n>B:<hex of the bytes>".
 #include <level_zero/ze_api.h>
 
 #include <algorithm>
@@ -49,6 +59,7 @@ long g_commands_left = -1;  // -1: never lost
 int g_devices = 1;
 bool g_fp64 = true;
 ze_result_t g_module_result = ZE_RESULT_SUCCESS;
+std::string g_index_error_kernel;
 bool g_initialized = false;
 
 long env(const char* name, long fallback) {
@@ -80,13 +91,20 @@ struct _ze_event_handle_t {
 struct _ze_module_build_log_handle_t {
   std::string text;
 };
+// A kernel parameter's size in bytes as the SPIR-V declares it: a global
+// pointer 8, a scalar its width, a struct passed by value (a Function
+// pointer) the size of its members; 0 for local memory (a Workgroup pointer:
+// its size is the argument's).
+using Parameters = std::vector<uint32_t>;
 struct _ze_module_handle_t {
-  std::set<std::string> entry_points;
+  std::map<std::string, Parameters> entry_points;  // name -> parameter sizes
 };
 struct _ze_kernel_handle_t {
   std::string name;
+  Parameters parameters;
   std::map<uint32_t, std::vector<unsigned char>> args;
-  uint32_t group = 1;
+  std::set<uint32_t> local;  // the arguments that are local memory
+  uint32_t group[3] = {1, 1, 1};
 };
 struct _ze_command_list_handle_t {
   std::deque<std::function<void()>> commands;
@@ -149,22 +167,71 @@ bool wait_all(ze_command_list_handle_t list, uint32_t count, ze_event_handle_t* 
 }
 
 // The names of a SPIR-V module's entry points (OpEntryPoint, opcode 15:
-// execution model, function id, then the name as a literal string).
-bool entry_points(const uint8_t* bytes, size_t size, std::set<std::string>* names) {
+// execution model, function id, then the name as a literal string) and the
+// parameter sizes of each (the OpFunctionParameter, opcode 55, of the
+// OpFunction, opcode 54, with that id; sizes from the type declarations).
+bool entry_points(const uint8_t* bytes, size_t size, std::map<std::string, Parameters>* names) {
   if (size < 20 || size % 4 != 0) return false;
   std::vector<uint32_t> words(size / 4);
   std::memcpy(words.data(), bytes, size);
   if (words[0] != 0x07230203u) return false;
+  std::map<uint32_t, std::string> by_id;
+  std::map<uint32_t, Parameters> parameters;
+  std::map<uint32_t, uint64_t> sizes, constants;
+  uint32_t function = 0;
   for (size_t at = 5; at < words.size();) {
     const uint32_t count = words[at] >> 16, opcode = words[at] & 0xffffu;
     if (count == 0 || at + count > words.size()) return false;
+    const uint32_t* w = &words[at];
     if (opcode == 15 && count > 3) {
-      const char* name = reinterpret_cast<const char*>(&words[at + 3]);
-      names->insert(std::string(name, strnlen(name, (count - 3) * 4)));
+      const char* name = reinterpret_cast<const char*>(&w[3]);
+      by_id[w[2]] = std::string(name, strnlen(name, (count - 3) * 4));
+    } else if (opcode == 21 || opcode == 22) {  // OpTypeInt, OpTypeFloat: id, width
+      sizes[w[1]] = w[2] / 8;
+    } else if (opcode == 23) {  // OpTypeVector: id, component, count
+      sizes[w[1]] = sizes[w[2]] * w[3];
+    } else if (opcode == 43 && count >= 4) {  // OpConstant: type, id, value
+      constants[w[2]] = w[3];
+    } else if (opcode == 28) {  // OpTypeArray: id, element, length constant
+      sizes[w[1]] = sizes[w[2]] * constants[w[3]];
+    } else if (opcode == 30) {  // OpTypeStruct: id, members (64-bit fields here: no padding)
+      uint64_t total = 0;
+      for (uint32_t i = 2; i < count; ++i) total += sizes[w[i]];
+      sizes[w[1]] = total;
+    } else if (opcode == 32) {  // OpTypePointer: id, storage class, pointee
+      sizes[w[1]] = w[2] == 7 ? sizes[w[3]] : w[2] == 4 ? 0 : 8;  // Function, Workgroup
+    } else if (opcode == 54 && count == 5) {
+      function = w[2];
+      parameters[function];
+    } else if (opcode == 55) {  // OpFunctionParameter: type, id
+      parameters[function].push_back(uint32_t(sizes[w[1]]));
     }
     at += count;
   }
+  for (const auto& [id, name] : by_id) (*names)[name] = parameters[id];
   return true;
+}
+
+// An argument as oar_ze_fake_launches() shows it.
+std::string show(const std::vector<unsigned char>& bytes, bool local) {
+  if (local) return "local:" + std::to_string(bytes.size());
+  if (bytes.size() == 4) {
+    int32_t v;
+    std::memcpy(&v, bytes.data(), 4);
+    return std::to_string(v);
+  }
+  if (bytes.size() == 8) {
+    int64_t v;
+    std::memcpy(&v, bytes.data(), 8);
+    return std::to_string(v);
+  }
+  std::string text = std::to_string(bytes.size()) + "B:";
+  static const char kHex[] = "0123456789abcdef";
+  for (unsigned char b : bytes) {
+    text += kHex[b >> 4];
+    text += kHex[b & 15];
+  }
+  return text;
 }
 
 }  // namespace
@@ -200,6 +267,8 @@ ze_result_t zeInit(ze_init_flags_t) {
   g_devices = int(env("OAR_ZE_FAKE_DEVICES", 1));
   if (g_devices > 8) g_devices = 8;
   g_fp64 = env("OAR_ZE_FAKE_FP64", 1) != 0;
+  const char* index_error = std::getenv("OAR_ZE_FAKE_INDEX_ERROR");
+  g_index_error_kernel = index_error != nullptr ? index_error : "";
   g_commands_left = env("OAR_ZE_FAKE_LOST_AFTER", -1);
   g_module_result = ze_result_t(env("OAR_ZE_FAKE_MODULE_RESULT", 0));
   g_lost = false;
@@ -399,14 +468,32 @@ ze_result_t zeCommandListAppendLaunchKernel(ze_command_list_handle_t list,
                                             const ze_group_count_t* groups,
                                             ze_event_handle_t signal_event, uint32_t,
                                             ze_event_handle_t*) {
-  std::string line = kernel->name + " groups=" + std::to_string(groups->groupCountX) +
-                     " group=" + std::to_string(kernel->group) + " args=";
-  for (const auto& [index, bytes] : kernel->args) line += std::to_string(bytes.size()) + ",";
+  if (kernel->args.size() != kernel->parameters.size()) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+  std::string line =
+      kernel->name + " groups=" + std::to_string(groups->groupCountX) + "," +
+      std::to_string(groups->groupCountY) + "," + std::to_string(groups->groupCountZ) +
+      " group=" + std::to_string(kernel->group[0]) + "," + std::to_string(kernel->group[1]) + "," +
+      std::to_string(kernel->group[2]) + " args=";
+  for (const auto& [index, bytes] : kernel->args) {
+    line += (index == 0 ? "" : ";") + show(bytes, kernel->local.count(index) != 0);
+  }
   line += "\n";
+  // The index-error record the kernel would write (OAR_ZE_FAKE_INDEX_ERROR):
+  // its last argument is the record's address.
+  int64_t* record = nullptr;
+  if (kernel->name == g_index_error_kernel && !kernel->args.empty() &&
+      kernel->args.rbegin()->second.size() == sizeof(record)) {
+    std::memcpy(&record, kernel->args.rbegin()->second.data(), sizeof(record));
+  }
   return enqueue(list, [=] {
     {
       std::lock_guard<std::mutex> lock(g_mutex);
       g_launches += line;
+    }
+    if (record != nullptr) {
+      record[0] = 1;
+      record[1] = 7;
+      record[2] = 5;
     }
     signal(signal_event);
   });
@@ -493,11 +580,11 @@ ze_result_t zeModuleBuildLogDestroy(ze_module_build_log_handle_t log) {
 
 ze_result_t zeKernelCreate(ze_module_handle_t module, const ze_kernel_desc_t* desc,
                            ze_kernel_handle_t* kernel) {
-  if (module->entry_points.count(desc->pKernelName) == 0) {
-    return ZE_RESULT_ERROR_INVALID_KERNEL_NAME;
-  }
+  auto found = module->entry_points.find(desc->pKernelName);
+  if (found == module->entry_points.end()) return ZE_RESULT_ERROR_INVALID_KERNEL_NAME;
   auto* made = new _ze_kernel_handle_t;
   made->name = desc->pKernelName;
+  made->parameters = found->second;
   *kernel = made;
   created();
   return ZE_RESULT_SUCCESS;
@@ -509,22 +596,40 @@ ze_result_t zeKernelDestroy(ze_kernel_handle_t kernel) {
 }
 ze_result_t zeKernelSetArgumentValue(ze_kernel_handle_t kernel, uint32_t index, size_t size,
                                      const void* value) {
-  if (index > 32) return ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_INDEX;
+  if (index >= kernel->parameters.size()) return ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_INDEX;
+  const uint32_t expected = kernel->parameters[index];
+  if (size == 0 || (expected != 0 && size != expected) || (expected == 0) != (value == nullptr)) {
+    return ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_SIZE;
+  }
   auto& bytes = kernel->args[index];
   bytes.assign(size, 0);
-  if (value != nullptr) std::memcpy(bytes.data(), value, size);
+  if (value != nullptr) {
+    std::memcpy(bytes.data(), value, size);
+    kernel->local.erase(index);
+  } else {
+    kernel->local.insert(index);  // local memory of |size| bytes
+  }
   return ZE_RESULT_SUCCESS;
 }
-ze_result_t zeKernelSetGroupSize(ze_kernel_handle_t kernel, uint32_t x, uint32_t, uint32_t) {
-  kernel->group = x;
+ze_result_t zeKernelSetGroupSize(ze_kernel_handle_t kernel, uint32_t x, uint32_t y, uint32_t z) {
+  if (x == 0 || y == 0 || z == 0 || uint64_t(x) * y * z > 1024) {
+    return ZE_RESULT_ERROR_INVALID_GROUP_SIZE_DIMENSION;
+  }
+  kernel->group[0] = x;
+  kernel->group[1] = y;
+  kernel->group[2] = z;
   return ZE_RESULT_SUCCESS;
 }
-ze_result_t zeKernelSuggestGroupSize(ze_kernel_handle_t, uint32_t x, uint32_t, uint32_t,
+ze_result_t zeKernelSuggestGroupSize(ze_kernel_handle_t, uint32_t x, uint32_t y, uint32_t,
                                      uint32_t* gx, uint32_t* gy, uint32_t* gz) {
+  // Divisors of the global size: up to 64 in x, 4 in y, 1 in z.
   uint32_t group = 64;
-  while (group > 1 && x % group != 0) group /= 2;  // a divisor of the global size
+  while (group > 1 && x % group != 0) group /= 2;
   *gx = group;
-  *gy = *gz = 1;
+  group = 4;
+  while (group > 1 && y % group != 0) group /= 2;
+  *gy = group;
+  *gz = 1;
   return ZE_RESULT_SUCCESS;
 }
 

@@ -9,8 +9,10 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -51,9 +53,49 @@ Fake& fake() {
   return f;
 }
 
-const char* const kSwitches[] = {"OAR_ZE_FAKE_INIT_RESULT", "OAR_ZE_FAKE_DEVICES",
-                                 "OAR_ZE_FAKE_FP64", "OAR_ZE_FAKE_LOST_AFTER",
-                                 "OAR_ZE_FAKE_MODULE_RESULT"};
+const char* const kSwitches[] = {"OAR_ZE_FAKE_INIT_RESULT",   "OAR_ZE_FAKE_DEVICES",
+                                 "OAR_ZE_FAKE_FP64",          "OAR_ZE_FAKE_LOST_AFTER",
+                                 "OAR_ZE_FAKE_MODULE_RESULT", "OAR_ZE_FAKE_INDEX_ERROR"};
+
+// A pointer as the fake shows an 8-byte argument.
+std::string ptr(const void* p) { return std::to_string(int64_t(reinterpret_cast<intptr_t>(p))); }
+
+// One launch the fake recorded: "<kernel> groups=X,Y,Z group=x,y,z args=a;b;...".
+struct Launch {
+  std::string kernel, groups, group;
+  std::vector<std::string> args;
+};
+std::vector<Launch> parse_launches(const std::string& text) {
+  std::vector<Launch> all;
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    Launch l;
+    std::istringstream fields(line);
+    std::string groups, group, args;
+    fields >> l.kernel >> groups >> group >> args;
+    l.groups = groups.substr(groups.find('=') + 1);
+    l.group = group.substr(group.find('=') + 1);
+    std::istringstream items(args.substr(args.find('=') + 1));
+    std::string item;
+    while (std::getline(items, item, ';')) l.args.push_back(item);
+    all.push_back(l);
+  }
+  return all;
+}
+// A struct argument ("<n>B:<hex>") as its 64-bit words (the geometry structs
+// of the .cl sources are all 64-bit fields).
+std::vector<int64_t> words_of(const std::string& arg) {
+  std::vector<int64_t> words;
+  const std::string hex = arg.substr(arg.find(':') + 1);
+  std::vector<unsigned char> bytes;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2) {
+    bytes.push_back(static_cast<unsigned char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+  }
+  words.resize(bytes.size() / 8);
+  if (!words.empty()) std::memcpy(words.data(), bytes.data(), words.size() * 8);
+  return words;
+}
 
 struct KernelDef {
   std::string op;
@@ -328,6 +370,52 @@ class LevelZeroKernelTest : public LevelZeroPluginTest {
     }
     return nullptr;
   }
+  const KernelDef* find(const std::string& op, const std::vector<DLDataType>& dtypes) const {
+    for (const auto& d : defs_) {
+      if (d.op != op || d.dtypes.size() != dtypes.size()) continue;
+      bool same = true;
+      for (size_t i = 0; i < dtypes.size(); ++i) {
+        same = same && d.dtypes[i].code == dtypes[i].code && d.dtypes[i].bits == dtypes[i].bits;
+      }
+      if (same) return &d;
+    }
+    return nullptr;
+  }
+  // A contiguous tensor of |shape| in a new allocation.
+  DLTensor nd(std::vector<int64_t> shape, DLDataType dtype, uint64_t offset = 0) {
+    shapes_.push_back(std::move(shape));
+    std::vector<int64_t>& kept = shapes_.back();
+    uint64_t n = 1;
+    for (int64_t e : kept) n *= uint64_t(e);
+    DLTensor t{};
+    t.data = allocate(device_, n * dtype.bits / 8 + offset);
+    memories_.push_back(t.data);
+    t.byte_offset = offset;
+    t.device = {DLDeviceType(14), 0};
+    t.ndim = int32_t(kept.size());
+    t.dtype = dtype;
+    t.shape = kept.data();
+    return t;
+  }
+  oar_status_t run(const KernelDef& def, std::vector<DLTensor> inputs,
+                   std::vector<DLTensor> outputs, std::vector<oar_attr_t> attrs = {}) {
+    oar_kernel_call_t c{};
+    c.struct_size = OAR_KERNEL_CALL_STRUCT_SIZE;
+    c.device = device_;
+    c.stream = stream_;
+    c.inputs = inputs.data();
+    c.num_inputs = inputs.size();
+    c.outputs = outputs.data();
+    c.num_outputs = outputs.size();
+    c.attrs = attrs.data();
+    c.num_attrs = attrs.size();
+    c.user_data = def.user_data;
+    return def.fn(&c);
+  }
+  std::vector<Launch> synchronized_launches() {
+    EXPECT_EQ(api()->stream_synchronize(stream_), OAR_STATUS_OK) << last_error;
+    return parse_launches(fake().launches());
+  }
   DLTensor tensor(int64_t* shape, DLDataType dtype, uint64_t offset = 0) {
     DLTensor t{};
     t.data = allocate(device_, uint64_t(shape[0]) * dtype.bits / 8 + offset);
@@ -366,6 +454,7 @@ class LevelZeroKernelTest : public LevelZeroPluginTest {
   }
   std::vector<KernelDef> defs_;
   std::vector<void*> memories_;
+  std::deque<std::vector<int64_t>> shapes_;
   oar_device_t device_ = nullptr;
   oar_stream_t stream_ = nullptr;
 };
@@ -388,9 +477,11 @@ TEST_F(LevelZeroKernelTest, UnaryOperatorsLaunchTheEmbeddedSpirvKernels) {
   ASSERT_EQ(api()->stream_synchronize(stream_), OAR_STATUS_OK) << last_error;
   // The opencl plugin's layout: (x, x offset, y, y offset, n); 100 items in
   // groups of the suggested 4.
-  EXPECT_EQ(std::string(fake().launches()),
-            "u_neg groups=25 group=4 args=8,8,8,8,8,\n"
-            "u_gelu_tanh groups=25 group=4 args=8,8,8,8,8,\n");
+  EXPECT_EQ(std::string(fake().launches()), "u_neg groups=25,1,1 group=4,1,1 args=" + ptr(x.data) +
+                                                ";8;" + ptr(y.data) +
+                                                ";0;100\n"
+                                                "u_gelu_tanh groups=25,1,1 group=4,1,1 args=" +
+                                                ptr(a.data) + ";0;" + ptr(b.data) + ";0;100\n");
   // Memory of no allocation is refused before anything is appended.
   DLTensor stray = y;
   stray.data = reinterpret_cast<void*>(uintptr_t(0x1000));
@@ -492,6 +583,289 @@ TEST(LevelZeroSpirvModules, TheCheckSeesAMissingKernel) {
       "__kernel void a(int x) {}\n__kernel __attribute__((x(1))) void b() {}";
   EXPECT_EQ(declared_kernels(source), (std::set<std::string>{"a", "b"}));
   EXPECT_NE(declared_kernels(source), (std::set<std::string>{"a"}));
+}
+
+}  // namespace
+
+namespace {
+
+// "add(f32,f32,f32)": an operator and its signature.
+std::string signature(const KernelDef& d) {
+  std::string text = d.op + "(";
+  for (size_t i = 0; i < d.dtypes.size(); ++i) {
+    text += (i == 0 ? "" : ",") + std::to_string(d.dtypes[i].code) + ":" +
+            std::to_string(d.dtypes[i].bits);
+  }
+  return text + ")";
+}
+
+TEST_F(LevelZeroKernelTest, RegistersEveryOperatorOfTheOpenclPlugin) {
+  start_and_register();
+  std::set<std::string> ours;
+  std::set<std::string> ops;
+  for (const auto& d : defs_) {
+    ours.insert(signature(d));
+    ops.insert(d.op);
+  }
+  EXPECT_EQ(ours.size(), defs_.size()) << "a signature registered twice";
+  // One operator of each host source (plugins/opencl/kernels/*.cc).
+  for (const char* op : {"add",
+                         "cast",
+                         "fill",
+                         "copy",
+                         "concat",
+                         "index_select",
+                         "sum",
+                         "argmax",
+                         "softmax",
+                         "layer_norm",
+                         "matmul",
+                         "softmax_grad",
+                         "layer_norm_grad",
+                         "adamw",
+                         "grad_norm",
+                         "flip",
+                         "tril",
+                         "sort",
+                         "logsumexp",
+                         "where"}) {
+    EXPECT_EQ(ops.count(op), 1u) << op;
+  }
+  EXPECT_NE(find("add", {{kDLInt, 32, 1}, {kDLInt, 32, 1}, {kDLInt, 32, 1}}), nullptr);
+  EXPECT_NE(find("matmul", {{kDLFloat, 64, 1}, {kDLFloat, 64, 1}, {kDLFloat, 64, 1}}), nullptr);
+#ifdef OAR_OPENCL_PLUGIN_PATH
+  // The opencl plugin's set, registered without an OpenCL library (0 devices):
+  // the same operators with the same signatures.
+  const oar_plugin_api_t* opencl = oar_gpu_test::load_plugin(OAR_OPENCL_PLUGIN_PATH);
+  ASSERT_NE(opencl, nullptr) << dlerror();
+  setenv("OAR_OPENCL_LIBRARY", "/nonexistent/libOpenCL.so.1", 1);
+  ASSERT_EQ(opencl->initialize(&kHost), OAR_STATUS_OK) << last_error;
+  std::vector<KernelDef> defs;
+  oar_kernel_registrar_t registrar{OAR_KERNEL_REGISTRAR_STRUCT_SIZE, &defs, capture};
+  ASSERT_EQ(opencl->register_kernels(&registrar), OAR_STATUS_OK) << last_error;
+  EXPECT_EQ(opencl->finalize(), OAR_STATUS_OK);
+  unsetenv("OAR_OPENCL_LIBRARY");
+  std::set<std::string> theirs;
+  for (const auto& d : defs) theirs.insert(signature(d));
+  std::vector<std::string> only_ours, only_theirs;
+  std::set_difference(ours.begin(), ours.end(), theirs.begin(), theirs.end(),
+                      std::back_inserter(only_ours));
+  std::set_difference(theirs.begin(), theirs.end(), ours.begin(), ours.end(),
+                      std::back_inserter(only_theirs));
+  EXPECT_TRUE(only_ours.empty()) << only_ours.size() << " only here, e.g. " << only_ours.front();
+  EXPECT_TRUE(only_theirs.empty())
+      << only_theirs.size() << " only in opencl, e.g. " << only_theirs.front();
+#endif
+}
+
+TEST_F(LevelZeroKernelTest, BinaryOperatorPassesContiguousOperandsAndBroadcastGeometry) {
+  start_and_register();
+  const DLDataType f32{kDLFloat, 32, 1};
+  const KernelDef* add = find("add", {f32, f32, f32});
+  ASSERT_NE(add, nullptr);
+  // Same shapes, contiguous: b_add_c (a, a offset, b, b offset, y, y offset, n).
+  DLTensor a = nd({3, 4}, f32, 16), b = nd({3, 4}, f32), y = nd({3, 4}, f32, 4);
+  ASSERT_EQ(run(*add, {a, b}, {y}), OAR_STATUS_OK) << last_error;
+  // Broadcast [3,1] + [1,4] -> [3,4]: b_add_s (a, b, y, geo_t).
+  DLTensor column = nd({3, 1}, f32, 8), row = nd({1, 4}, f32);
+  ASSERT_EQ(run(*add, {column, row}, {y}), OAR_STATUS_OK) << last_error;
+  std::vector<Launch> launches = synchronized_launches();
+  ASSERT_EQ(launches.size(), 2u) << fake().launches();
+  EXPECT_EQ(launches[0].kernel, "b_add_c");
+  EXPECT_EQ(launches[0].args, (std::vector<std::string>{ptr(a.data), "16", ptr(b.data), "0",
+                                                        ptr(y.data), "4", "12"}));
+  EXPECT_EQ(launches[0].groups, "3,1,1");  // 12 items in groups of the suggested 4
+  EXPECT_EQ(launches[0].group, "4,1,1");
+  const Launch& s = launches[1];
+  EXPECT_EQ(s.kernel, "b_add_s");
+  ASSERT_EQ(s.args.size(), 4u);
+  EXPECT_EQ(s.args[0], ptr(column.data));
+  EXPECT_EQ(s.args[1], ptr(row.data));
+  EXPECT_EQ(s.args[2], ptr(y.data));
+  // geo_t: rank, numel, shape[8], strides[4][8] (y, a, b), offsets[4].
+  const std::vector<int64_t> g = words_of(s.args[3]);
+  ASSERT_EQ(g.size(), 2u + 8 + 32 + 4) << s.args[3];
+  EXPECT_EQ(g[0], 2);
+  EXPECT_EQ(g[1], 12);
+  EXPECT_EQ(std::vector<int64_t>(g.begin() + 2, g.begin() + 4), (std::vector<int64_t>{3, 4}));
+  EXPECT_EQ(std::vector<int64_t>(g.begin() + 10, g.begin() + 12), (std::vector<int64_t>{4, 1}));
+  EXPECT_EQ(std::vector<int64_t>(g.begin() + 18, g.begin() + 20), (std::vector<int64_t>{1, 0}));
+  EXPECT_EQ(std::vector<int64_t>(g.begin() + 26, g.begin() + 28), (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(std::vector<int64_t>(g.begin() + 42, g.begin() + 45), (std::vector<int64_t>{4, 8, 0}));
+}
+
+TEST_F(LevelZeroKernelTest, ReductionPassesItsSplitOfTheAxes) {
+  start_and_register();
+  const DLDataType f32{kDLFloat, 32, 1};
+  const KernelDef* sum = find("sum", {f32, f32});
+  ASSERT_NE(sum, nullptr);
+  DLTensor x = nd({5, 6}, f32), y = nd({5}, f32, 12);
+  const int64_t axes[] = {1};
+  oar_attr_t attr{};
+  attr.name = "axes";
+  attr.type = OAR_ATTR_TYPE_INT_ARRAY;
+  attr.value.ints = {axes, 1};
+  ASSERT_EQ(run(*sum, {x}, {y}, {attr}), OAR_STATUS_OK) << last_error;
+  std::vector<Launch> launches = synchronized_launches();
+  ASSERT_EQ(launches.size(), 1u) << fake().launches();
+  EXPECT_EQ(launches[0].kernel, "r_sum");
+  EXPECT_EQ(launches[0].groups, "5,1,1");  // one work-item per output, groups of 1 (5 is odd)
+  EXPECT_EQ(launches[0].group, "1,1,1");
+  ASSERT_EQ(launches[0].args.size(), 3u);
+  EXPECT_EQ(launches[0].args[0], ptr(x.data));
+  EXPECT_EQ(launches[0].args[1], ptr(y.data));
+  // red_t: outer rank, shape[8], strides[8]; inner the same; outer_n,
+  // inner_n, x offset, y offset.
+  const std::vector<int64_t> r = words_of(launches[0].args[2]);
+  ASSERT_EQ(r.size(), 2u * 17 + 4) << launches[0].args[2];
+  EXPECT_EQ(r[0], 1);
+  EXPECT_EQ(r[1], 5);
+  EXPECT_EQ(r[9], 6);
+  EXPECT_EQ(r[17], 1);
+  EXPECT_EQ(r[18], 6);
+  EXPECT_EQ(r[26], 1);
+  EXPECT_EQ(std::vector<int64_t>(r.begin() + 34, r.end()), (std::vector<int64_t>{5, 6, 0, 12}));
+}
+
+TEST_F(LevelZeroKernelTest, MatmulLaunchesTheDefaultTilesInThreeDimensions) {
+  start_and_register();
+  const DLDataType f32{kDLFloat, 32, 1};
+  const KernelDef* matmul = find("matmul", {f32, f32, f32});
+  ASSERT_NE(matmul, nullptr);
+  // A batch of 3 over a [70,5] x [5,130] product: gemm.cl's default tile
+  // shape (16 x 16 work-items, 64 x 64 blocks) gives 3 x 2 x 3 groups.
+  DLTensor a = nd({3, 70, 5}, f32), b = nd({5, 130}, f32, 4), y = nd({3, 70, 130}, f32);
+  ASSERT_EQ(run(*matmul, {a, b}, {y}), OAR_STATUS_OK) << last_error;
+  std::vector<Launch> launches = synchronized_launches();
+  ASSERT_EQ(launches.size(), 1u) << fake().launches();
+  EXPECT_EQ(launches[0].kernel, "gemm");
+  EXPECT_EQ(launches[0].groups, "3,2,3");
+  EXPECT_EQ(launches[0].group, "16,16,1");
+  ASSERT_EQ(launches[0].args.size(), 4u);
+  EXPECT_EQ(launches[0].args[0], ptr(a.data));
+  EXPECT_EQ(launches[0].args[1], ptr(b.data));
+  EXPECT_EQ(launches[0].args[2], ptr(y.data));
+  // mm_t: m n k, a_m a_k b_k b_n, batch_rank, batch_shape[6], a_batch[6],
+  // b_batch[6], a/b/y offsets.
+  const std::vector<int64_t> p = words_of(launches[0].args[3]);
+  ASSERT_EQ(p.size(), 3u + 4 + 1 + 18 + 3) << launches[0].args[3];
+  EXPECT_EQ(std::vector<int64_t>(p.begin(), p.begin() + 8),
+            (std::vector<int64_t>{70, 130, 5, 5, 1, 130, 1, 1}));
+  EXPECT_EQ(p[8], 3);     // batch shape
+  EXPECT_EQ(p[14], 350);  // a's batch stride
+  EXPECT_EQ(p[20], 0);    // b broadcast over the batch
+  EXPECT_EQ(std::vector<int64_t>(p.begin() + 26, p.end()), (std::vector<int64_t>{0, 4, 0}));
+}
+
+TEST_F(LevelZeroKernelTest, IndexOutOfRangeFailsTheStreamWithTheKernelsRecord) {
+  setenv("OAR_ZE_FAKE_INDEX_ERROR", "index_select_i64", 1);
+  start_and_register();
+  const DLDataType f32{kDLFloat, 32, 1}, i64{kDLInt, 64, 1};
+  const KernelDef* select = find("index_select", {f32, i64, f32});
+  ASSERT_NE(select, nullptr);
+  DLTensor x = nd({5, 2}, f32), index = nd({3}, i64), y = nd({3, 2}, f32);
+  oar_attr_t axis{};
+  axis.name = "axis";
+  axis.type = OAR_ATTR_TYPE_INT;
+  axis.value.i = 0;
+  ASSERT_EQ(run(*select, {x, index}, {y}, {axis}), OAR_STATUS_OK) << last_error;
+  // The last argument is the stream's record; the fake's kernel writes
+  // {index_select, 7, 5} into it.
+  EXPECT_EQ(api()->stream_synchronize(stream_), OAR_STATUS_OUT_OF_RANGE);
+  EXPECT_NE(last_error.find("index_select: index 7 out of range [0, 5)"), std::string::npos)
+      << last_error;
+  EXPECT_EQ(api()->stream_synchronize(stream_), OAR_STATUS_OUT_OF_RANGE);  // sticky
+  const std::vector<Launch> launches = parse_launches(fake().launches());
+  ASSERT_EQ(launches.size(), 1u);
+  EXPECT_EQ(launches[0].args.size(), 11u);
+}
+
+TEST_F(LevelZeroKernelTest, FillAndCopyAreDriverCommandsOnTheStream) {
+  start_and_register();
+  const DLDataType f32{kDLFloat, 32, 1};
+  const KernelDef* fill = find("fill", {f32});
+  const KernelDef* copy = find("copy", {f32, f32});
+  ASSERT_NE(fill, nullptr);
+  ASSERT_NE(copy, nullptr);
+  oar_status_t status = OAR_STATUS_OK;
+  oar_memory_t host = nullptr, other = nullptr;
+  ASSERT_EQ(api()->memory_allocate(device_, 64, OAR_MEMORY_KIND_HOST_PINNED, &host), OAR_STATUS_OK);
+  memories_.push_back(host);
+  ASSERT_EQ(api()->memory_allocate(device_, 16, OAR_MEMORY_KIND_UNIFIED, &other), OAR_STATUS_OK);
+  memories_.push_back(other);
+  int64_t shape[] = {4};
+  DLTensor y{};
+  y.data = host;
+  y.byte_offset = 16;
+  y.device = {DLDeviceType(14), 0};
+  y.ndim = 1;
+  y.dtype = f32;
+  y.shape = shape;
+  oar_attr_t value{};
+  value.name = "value";
+  value.type = OAR_ATTR_TYPE_FLOAT;
+  value.value.f = 2.5;
+  status = run(*fill, {}, {y}, {value});
+  ASSERT_EQ(status, OAR_STATUS_OK) << last_error;
+  // A contiguous copy between two allocations: a copy command.
+  DLTensor z = y;
+  z.data = other;
+  z.byte_offset = 0;
+  ASSERT_EQ(run(*copy, {y}, {z}), OAR_STATUS_OK) << last_error;
+  ASSERT_EQ(api()->stream_synchronize(stream_), OAR_STATUS_OK) << last_error;
+  const float* filled = reinterpret_cast<const float*>(host);
+  const float* copied = reinterpret_cast<const float*>(other);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(filled[4 + i], 2.5f) << i;
+    EXPECT_EQ(copied[i], 2.5f) << i;
+  }
+  EXPECT_EQ(std::string(fake().launches()), "");  // no kernel: fill and copy commands
+}
+
+TEST_F(LevelZeroKernelTest, FloatAttributesMatchEachModulesRealType) {
+  // The modules of other dtypes than f64 are built without OAR_HAS_FP64, so
+  // common.cl's real_arg is float there even on a device with fp64; the f64
+  // modules take double. The fake checks each argument's size against the
+  // module's parameter.
+  start_and_register();
+  for (uint8_t bits : {32, 64}) {
+    const DLDataType t{kDLFloat, bits, 1};
+    const KernelDef* norm = find("rms_norm", {t, t, t});
+    ASSERT_NE(norm, nullptr);
+    DLTensor x = nd({2, 3}, t), w = nd({3}, t), y = nd({2, 3}, t);
+    oar_attr_t eps{};
+    eps.name = "eps";
+    eps.type = OAR_ATTR_TYPE_FLOAT;
+    eps.value.f = 0.25;
+    ASSERT_EQ(run(*norm, {x, w}, {y}, {eps}), OAR_STATUS_OK) << last_error;
+  }
+  std::vector<Launch> launches = synchronized_launches();
+  ASSERT_EQ(launches.size(), 2u) << fake().launches();
+  float narrow = 0.25f;
+  int32_t narrow_bits = 0;
+  std::memcpy(&narrow_bits, &narrow, 4);
+  double wide = 0.25;
+  int64_t wide_bits = 0;
+  std::memcpy(&wide_bits, &wide, 8);
+  EXPECT_EQ(launches[0].args.back(), std::to_string(narrow_bits));
+  EXPECT_EQ(launches[1].args.back(), std::to_string(wide_bits));
+}
+
+TEST_F(LevelZeroKernelTest, CastToF64FromOtherDtypesIsUnimplemented) {
+  // cast_to_f64 exists only where OAR_HAS_FP64 is defined: in the f64 module,
+  // not in the f32 one the cast from f32 is launched from.
+  start_and_register();
+  const DLDataType f32{kDLFloat, 32, 1}, f64{kDLFloat, 64, 1};
+  const KernelDef* cast = find("cast", {f32, f64});
+  ASSERT_NE(cast, nullptr);
+  DLTensor x = nd({4}, f32), y = nd({4}, f64);
+  EXPECT_EQ(run(*cast, {x}, {y}), OAR_STATUS_UNIMPLEMENTED);
+  EXPECT_NE(last_error.find("kernels/elementwise.cl for f32 has no kernel cast_to_f64"),
+            std::string::npos)
+      << last_error;
+  const KernelDef* back = find("cast", {f64, f32});
+  ASSERT_NE(back, nullptr);
+  EXPECT_EQ(run(*back, {y}, {x}), OAR_STATUS_OK) << last_error;
 }
 
 }  // namespace

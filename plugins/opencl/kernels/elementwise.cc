@@ -301,9 +301,7 @@ void fill_body(KernelContext& context) {
       pattern[0] = value != 0;  // NaN != 0 is true, as the spec wants
       break;
   }
-  check(cl().clEnqueueFillBuffer(context.call->stream->queue, y.memory, pattern, size, y.offset,
-                                 uint64_t(n) * size, 0, nullptr, nullptr),
-        "fill: clEnqueueFillBuffer");
+  context.fill(y.memory, y.offset, pattern, size, uint64_t(n) * size);
 }
 
 }  // namespace

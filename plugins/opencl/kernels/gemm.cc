@@ -2,6 +2,8 @@
 // batch broadcasting and transposes become mm_t; the tile shape is chosen per
 // device (CPU or GPU) and written as #defines before the kernel text, so each
 // device builds the kernel specialised for its shape (README.md, "matmul").
+// A backend whose programs are compiled offline (level_zero) has the
+// sources' default shape, kGpuTiles, only.
 #include <cstdio>
 #include <cstdlib>
 #include <initializer_list>
@@ -9,8 +11,6 @@
 #include <string>
 
 #include "kernels/kernel.h"
-#include "oar_cl/gemm_cl.h"
-#include "program.h"
 
 namespace oar::opencl {
 namespace {
@@ -39,7 +39,8 @@ struct Tiles {
 // 16 floats), which the compiler keeps in registers for a whole k step.
 constexpr Tiles kCpuTiles{4, 4, 12, 1, 16, 32};
 // GPUs: 256 work-items with 4 x 4 register tiles of float4 columns, a 64 x 64
-// block and k steps of 16 (8 KiB of local memory for f32).
+// block and k steps of 16 (8 KiB of local memory for f32). gemm.cl's
+// defaults (#ifndef GEMM_LX): the shape of the offline-compiled modules.
 constexpr Tiles kGpuTiles{16, 16, 4, 1, 4, 16};
 
 // OAR_OPENCL_GEMM="lx,ly,tm,nv,vw,bk" replaces the device's tile shape (for
@@ -68,8 +69,8 @@ const Tiles* tiles_from_environment() {
   return parsed;
 }
 
-// gemm.cl after the #defines of |t|; one text per shape, built once.
-const char* source_for(const Tiles& t) {
+// The #defines of |t| to put before gemm.cl; one text per shape, built once.
+const char* defines_for(const Tiles& t) {
   static std::mutex mutex;
   static std::string texts[3];
   static Tiles shapes[3];
@@ -89,7 +90,7 @@ const char* source_for(const Tiles& t) {
                 "#define GEMM_VW %d\n#define GEMM_BK %d\n#line 1\n",
                 t.lx, t.ly, t.tm, t.nv, t.vw, t.bk);
   shapes[count] = t;
-  texts[count] = std::string(defines) + kClGemmSource;
+  texts[count] = defines;
   return texts[count++].c_str();
 }
 
@@ -98,33 +99,14 @@ const char* source_for(const Tiles& t) {
 // that packing (one pass over a and b) is small next to the product.
 // OAR_OPENCL_GEMM_PACK=1 takes it for every f32 product of one matrix, =0
 // never (for tests and measurements).
-bool packed_path(const PhysicalDevice& device, const Matmul& p) {
+bool packed_path(const DeviceTraits& device, const Matmul& p) {
   static const int forced = [] {
     const char* text = secure_getenv("OAR_OPENCL_GEMM_PACK");
     return text == nullptr || *text == '\0' ? -1 : (text[0] == '0' ? 0 : 1);
   }();
   if (forced >= 0) return forced == 1;
-  return device.properties.kind == OAR_DEVICE_KIND_CPU && p.m >= 32 && p.n >= 32 && p.k >= 32 &&
+  return device.kind == OAR_DEVICE_KIND_CPU && p.m >= 32 && p.n >= 32 && p.k >= 32 &&
          double(p.m) * double(p.n) * double(p.k) >= double(1 << 21);
-}
-
-struct Arg {
-  size_t size;
-  const void* value;
-};
-
-// Sets |args| of |kernel| and enqueues it on the call's stream, under the
-// kernel's lock (another stream may use the same cl_kernel).
-void enqueue(KernelContext& context, KernelSlot& kernel, std::initializer_list<Arg> args,
-             cl_uint dims, const size_t* global, const size_t* local) {
-  std::lock_guard<std::mutex> lock(kernel.mutex);
-  cl_uint i = 0;
-  for (const Arg& arg : args) {
-    check(cl().clSetKernelArg(kernel.kernel, i++, arg.size, arg.value), "clSetKernelArg(gemm)");
-  }
-  check(cl().clEnqueueNDRangeKernel(context.call->stream->queue, kernel.kernel, dims, nullptr,
-                                    global, local, 0, nullptr, nullptr),
-        "clEnqueueNDRangeKernel(gemm)");
 }
 
 size_t round_up(int64_t value, int64_t step) { return size_t((value + step - 1) / step * step); }
@@ -132,10 +114,10 @@ size_t round_up(int64_t value, int64_t step) { return size_t((value + step - 1) 
 // y = a b through panels in scratch memory (gemm.cl, "The packed path").
 // False, with nothing enqueued, where the panels would be over 1 GiB or the
 // scratch memory cannot be had: the tiled kernel needs none.
-bool packed_matmul(KernelContext& context, const Tiles& t, size_t slot, const char* source,
-                   const Matmul& p, cl_mem a, cl_mem b, cl_mem y) {
+bool packed_matmul(KernelContext& context, const Tiles& t, const char* defines, const Matmul& p,
+                   Buffer a, Buffer b, Buffer y) {
   static const KernelRef pack_a("gemm_pack_a"), pack_b("gemm_pack_b"), product("gemm_packed");
-  const char* tag = dtype_tag(context.outputs[0].dtype);
+  const DLDataType dtype = context.outputs[0].dtype;
   const int64_t tn = int64_t(t.nv) * t.vw;
   const int64_t blocks = (p.m + t.tm - 1) / t.tm, panels = (p.n + tn - 1) / tn;
   const uint64_t a_bytes = uint64_t(blocks * t.tm * p.k) * sizeof(float);
@@ -149,56 +131,35 @@ bool packed_matmul(KernelContext& context, const Tiles& t, size_t slot, const ch
                                                        a_bytes + b_bytes + 128, &memory, &offset);
   if (status != OAR_STATUS_OK) return false;
   // The panels in the scratch allocation, 64-byte aligned (vector loads).
-  cl_mem scratch = reinterpret_cast<cl_mem>(memory);
-  PhysicalDevice& device = context.device();
-  KernelSlot& ka = device.programs->kernel(slot, pack_a.id, "gemm", source, tag, "gemm_pack_a");
-  KernelSlot& kb = device.programs->kernel(slot, pack_b.id, "gemm", source, tag, "gemm_pack_b");
-  KernelSlot& kp = device.programs->kernel(slot, product.id, "gemm", source, tag, "gemm_packed");
+  Buffer scratch = static_cast<Buffer>(memory);
   const cl_long a_at = cl_long((offset + 63) / 64 * 64);
   const cl_long b_at = cl_long((uint64_t(a_at) + a_bytes + 63) / 64 * 64);
   size_t global_a[2] = {size_t(p.k), size_t(blocks)};
-  enqueue(context, ka,
-          {{sizeof(cl_mem), &a},
-           {sizeof(cl_long), &p.a_offset},
-           {sizeof(cl_long), &p.m},
-           {sizeof(cl_long), &p.k},
-           {sizeof(cl_long), &p.a_m},
-           {sizeof(cl_long), &p.a_k},
-           {sizeof(cl_mem), &scratch},
-           {sizeof(cl_long), &a_at}},
-          2, global_a, nullptr);
+  context.launch_nd(KernelName{Source::kGemm, dtype, pack_a.name, &pack_a, defines}, 2, global_a,
+                    nullptr, {a, p.a_offset, p.m, p.k, p.a_m, p.a_k, scratch, a_at});
   size_t global_b[2] = {size_t(panels), size_t(p.k)};
-  enqueue(context, kb,
-          {{sizeof(cl_mem), &b},
-           {sizeof(cl_long), &p.b_offset},
-           {sizeof(cl_long), &p.n},
-           {sizeof(cl_long), &p.k},
-           {sizeof(cl_long), &p.b_k},
-           {sizeof(cl_long), &p.b_n},
-           {sizeof(cl_mem), &scratch},
-           {sizeof(cl_long), &b_at}},
-          2, global_b, nullptr);
+  context.launch_nd(KernelName{Source::kGemm, dtype, pack_b.name, &pack_b, defines}, 2, global_b,
+                    nullptr, {b, p.b_offset, p.n, p.k, p.b_k, p.b_n, scratch, b_at});
   size_t global[2] = {round_up(panels, t.lx), round_up(blocks, t.ly)};
   size_t local[2] = {size_t(t.lx), size_t(t.ly)};
-  enqueue(context, kp,
-          {{sizeof(cl_mem), &scratch},
-           {sizeof(cl_long), &a_at},
-           {sizeof(cl_mem), &scratch},
-           {sizeof(cl_long), &b_at},
-           {sizeof(cl_mem), &y},
-           {sizeof(cl_long), &p.y_offset},
-           {sizeof(cl_long), &p.m},
-           {sizeof(cl_long), &p.n},
-           {sizeof(cl_long), &p.k}},
-          2, global, local);
+  context.launch_nd(KernelName{Source::kGemm, dtype, product.name, &product, defines}, 2, global,
+                    local, {scratch, a_at, scratch, b_at, y, p.y_offset, p.m, p.n, p.k});
   return true;
 }
 
-const Tiles& tiles_of(const PhysicalDevice& device) {
+const Tiles& tiles_of(const DeviceTraits& device) {
+  if (!device.builds_at_run_time) {
+    // The modules were compiled with gemm.cl's defaults, kGpuTiles.
+    oar::sdk::require(size_t(kGpuTiles.lx) * size_t(kGpuTiles.ly) <= device.max_work_group_size,
+                      OAR_STATUS_UNIMPLEMENTED,
+                      "matmul: the device's work-groups are smaller than the 256 work-items of "
+                      "gemm.cl's default tile shape, the only one compiled offline");
+    return kGpuTiles;
+  }
   const Tiles* forced = tiles_from_environment();
-  const Tiles& t = forced != nullptr                               ? *forced
-                   : device.properties.kind == OAR_DEVICE_KIND_CPU ? kCpuTiles
-                                                                   : kGpuTiles;
+  const Tiles& t = forced != nullptr                    ? *forced
+                   : device.kind == OAR_DEVICE_KIND_CPU ? kCpuTiles
+                                                        : kGpuTiles;
   // A device with smaller work-groups gets the 16-work-item shape.
   return size_t(t.lx) * size_t(t.ly) <= device.max_work_group_size ? t : kCpuTiles;
 }
@@ -235,36 +196,26 @@ void matmul_body(KernelContext& context) {
   p.y_offset = int64_t(y.offset);
   if (p.m == 0 || p.n == 0 || batch == 0) return;
 
-  PhysicalDevice& device = context.device();
+  const DeviceTraits device = context.traits();
   uint32_t bit = ops::dtype_bit(y.dtype);
   if (bit == ops::kF64 && !device.fp64) {
     throw oar::sdk::Error(OAR_STATUS_UNIMPLEMENTED,
-                          "matmul: the device has no cl_khr_fp64, so no f64 kernels");
+                          "matmul: the device has no fp64 (cl_khr_fp64), so no f64 kernels");
   }
   const Tiles& t = tiles_of(device);
+  // The tile shape as #defines before gemm.cl where programs are built at run
+  // time; the defaults otherwise.
+  const char* defines = device.builds_at_run_time ? defines_for(t) : nullptr;
   static const KernelRef gemm("gemm");
-  size_t slot = size_t(Source::kGemm) * 16 + size_t(__builtin_ctz(bit));
-  KernelSlot& kernel =
-      device.programs->kernel(slot, gemm.id, "gemm", source_for(t), dtype_tag(y.dtype), "gemm");
   if (bit == ops::kF32 && batch == 1 && packed_path(device, p) &&
-      packed_matmul(context, t, slot, source_for(t), p, a.memory, b.memory, y.memory)) {
+      packed_matmul(context, t, defines, p, a.memory, b.memory, y.memory)) {
     return;
   }
   size_t global[3] = {size_t((p.n + t.cols() - 1) / t.cols()) * size_t(t.lx),
                       size_t((p.m + t.rows() - 1) / t.rows()) * size_t(t.ly), size_t(batch)};
   size_t local[3] = {size_t(t.lx), size_t(t.ly), 1};
-  // Arguments and enqueue under the kernel's lock: another stream may use the
-  // same cl_kernel, and enqueueing captures the arguments.
-  std::lock_guard<std::mutex> lock(kernel.mutex);
-  cl_mem memories[3] = {a.memory, b.memory, y.memory};
-  for (cl_uint i = 0; i < 3; ++i) {
-    check(cl().clSetKernelArg(kernel.kernel, i, sizeof(cl_mem), &memories[i]),
-          "clSetKernelArg(gemm)");
-  }
-  check(cl().clSetKernelArg(kernel.kernel, 3, sizeof(p), &p), "clSetKernelArg(gemm)");
-  check(cl().clEnqueueNDRangeKernel(context.call->stream->queue, kernel.kernel, 3, nullptr, global,
-                                    local, 0, nullptr, nullptr),
-        "clEnqueueNDRangeKernel(gemm)");
+  context.launch_nd(KernelName{Source::kGemm, y.dtype, gemm.name, &gemm, defines}, 3, global, local,
+                    {a.memory, b.memory, y.memory, p});
 }
 
 }  // namespace

@@ -5,16 +5,7 @@
 #include <mutex>
 
 #include "kernels/dtype_tag.h"
-#include "oar_cl/elementwise_cl.h"
-#include "oar_cl/gemm_cl.h"
-#include "oar_cl/grad_cl.h"
-#include "oar_cl/layout_v2_cl.h"
-#include "oar_cl/math_v2_cl.h"
-#include "oar_cl/nn_cl.h"
-#include "oar_cl/nn_grad_cl.h"
-#include "oar_cl/optimizer_cl.h"
-#include "oar_cl/reduction_cl.h"
-#include "program.h"
+#include "oar/dtype.hpp"
 
 namespace oar::opencl {
 namespace {
@@ -24,7 +15,11 @@ struct Entry {
   KernelBody body;
   const ops::OpSchema* schema;
   const KernelRef* const* kernels;
+  const Backend* backend;
 };
+
+// The backend of the operators being registered (register_all_kernels).
+const Backend* g_registering = nullptr;
 
 std::vector<std::unique_ptr<Entry>>& entries() {
   static std::vector<std::unique_ptr<Entry>> all;
@@ -33,12 +28,13 @@ std::vector<std::unique_ptr<Entry>>& entries() {
 
 // Fills |v| with |t| after checking its range; builds no message unless it
 // throws.
-void view_of(const DLTensor& t, const char* what, View& v) {
+void view_of(const Backend& backend, const oar_kernel_call_t& call, const DLTensor& t,
+             const char* what, View& v) {
   if (t.ndim > ops::kMaxDims) {
     throw oar::sdk::Error(OAR_STATUS_INVALID_ARGUMENT,
                           std::string(what) + " has more than 8 dimensions");
   }
-  v.memory = reinterpret_cast<cl_mem>(t.data);
+  v.memory = t.data;
   v.offset = t.byte_offset;
   v.dtype = t.dtype;
   v.ndim = t.ndim;
@@ -49,136 +45,32 @@ void view_of(const DLTensor& t, const char* what, View& v) {
   if (t.strides == nullptr) contiguous_strides(v.ndim, v.shape, v.strides);
   // The bytes the tensor reaches, negative strides included (the SDK's
   // byte_span), must lie in its allocation.
-  const oar::sdk::ByteSpan span = oar::sdk::byte_span(t, what);
-  // The common case checked here without building check_range's messages;
-  // anything else (NULL, unknown, out of range) through check_range, which
-  // throws with them.
-  AllocationTable::Allocation allocation;
-  if (v.memory != nullptr && plugin().allocations().find(v.memory, &allocation) &&
-      span.offset <= allocation.size && span.size <= allocation.size - span.offset) {
-    return;
-  }
-  plugin().allocations().check_range(v.memory, span.offset, span.size, what);
+  backend.check_view(call, v.memory, oar::sdk::byte_span(t, what), what);
 }
 
 oar_status_t run_kernel(const oar_kernel_call_t* call) {
   return oar::sdk::guard([call] {
-    require_not_null(call, "kernel call");
+    oar::sdk::require_not_null(call, "kernel call");
     const auto* entry = static_cast<const Entry*>(call->user_data);
-    require_not_null(entry, "kernel call user_data");
-    KernelContext context{
-        call, *entry->schema, ops::Attrs(*entry->schema, call->attrs, call->num_attrs), {},
-        {},   entry->kernels};
+    oar::sdk::require_not_null(entry, "kernel call user_data");
+    const Backend& backend = *entry->backend;
+    KernelContext context{call,
+                          *entry->schema,
+                          ops::Attrs(*entry->schema, call->attrs, call->num_attrs),
+                          {},
+                          {},
+                          entry->kernels,
+                          &backend};
     context.inputs.reserve(call->num_inputs);
     context.outputs.reserve(call->num_outputs);
     for (size_t i = 0; i < call->num_inputs; ++i) {
-      view_of(call->inputs[i], "input", context.inputs.add());
+      view_of(backend, *call, call->inputs[i], "input", context.inputs.add());
     }
     for (size_t i = 0; i < call->num_outputs; ++i) {
-      view_of(call->outputs[i], "output", context.outputs.add());
+      view_of(backend, *call, call->outputs[i], "output", context.outputs.add());
     }
     entry->body(context);
   });
-}
-
-struct SourceInfo {
-  const char* name;
-  const char* text;
-};
-
-SourceInfo source_info(Source source) {
-  switch (source) {
-    case Source::kElementwise:
-      return {"elementwise", kClElementwiseSource};
-    case Source::kReduction:
-      return {"reduction", kClReductionSource};
-    case Source::kNn:
-      return {"nn", kClNnSource};
-    case Source::kGrad:
-      return {"grad", kClGradSource};
-    case Source::kNnGrad:
-      return {"nn_grad", kClNnGradSource};
-    case Source::kOptimizer:
-      return {"optimizer", kClOptimizerSource};
-    case Source::kLayoutV2:
-      return {"layout_v2", kClLayoutV2Source};
-    case Source::kMathV2:
-      return {"math_v2", kClMathV2Source};
-    case Source::kGemm:  // kernels/gemm.cc adds the device's tile shape
-      return {"gemm", kClGemmSource};
-  }
-  return {"", ""};
-}
-
-// The program slot of (source, dtype): one per dtype bit (1 << 0 .. 1 << 15).
-// Throws for dtypes outside the set and for f64 without cl_khr_fp64.
-size_t program_slot(const KernelContext& context, Source source, DLDataType dtype,
-                    const char** tag) {
-  uint32_t bit = ops::dtype_bit(dtype);
-  if (bit == ops::kF64 && !context.device().fp64) {
-    throw oar::sdk::Error(
-        OAR_STATUS_UNIMPLEMENTED,
-        std::string(context.schema.name) + ": the device has no cl_khr_fp64, so no f64 kernels");
-  }
-  *tag = dtype_tag(dtype);  // throws for dtypes outside the set
-  return size_t(source) * 16 + size_t(__builtin_ctz(bit));
-}
-
-KernelSlot& find_kernel(const KernelContext& context, Source source, DLDataType dtype,
-                        const char* kernel) {
-  const char* tag = nullptr;
-  size_t slot = program_slot(context, source, dtype, &tag);
-  SourceInfo info = source_info(source);
-  return context.device().programs->kernel(slot, info.name, info.text, tag, kernel);
-}
-
-KernelSlot& find_kernel(const KernelContext& context, Source source, DLDataType dtype,
-                        const KernelRef& kernel) {
-  const char* tag = nullptr;
-  size_t slot = program_slot(context, source, dtype, &tag);
-  SourceInfo info = source_info(source);
-  return context.device().programs->kernel(slot, kernel.id, info.name, info.text, tag, kernel.name);
-}
-
-void enqueue(const KernelContext& context, KernelSlot& slot, const char* kernel, cl_uint dims,
-             const size_t* global, const size_t* local, std::initializer_list<KArg> args) {
-  // Arguments and enqueue under the kernel's lock: another stream may use the
-  // same cl_kernel, and enqueueing captures the arguments.
-  std::lock_guard<std::mutex> lock(slot.mutex);
-  cl_uint index = 0;
-  for (const KArg& arg : args) {
-    cl_int code = cl().clSetKernelArg(slot.kernel, index, arg.size, arg.data);
-    if (code != CL_SUCCESS) {
-      check(code,
-            (std::string("clSetKernelArg(") + kernel + ", " + std::to_string(index) + ")").c_str());
-    }
-    ++index;
-  }
-  cl_int code = cl().clEnqueueNDRangeKernel(context.call->stream->queue, slot.kernel, dims, nullptr,
-                                            global, local, 0, nullptr, nullptr);
-  if (code != CL_SUCCESS) {
-    check(code, (std::string("clEnqueueNDRangeKernel(") + kernel + ")").c_str());
-  }
-}
-
-// The 1-D range of launch: |global| work-items, padded to the work-group
-// size unless one small group does.
-template <typename Kernel>
-void launch_1d(const KernelContext& context, Source source, DLDataType dtype, const Kernel& kernel,
-               const char* name, int64_t global, std::initializer_list<KArg> args) {
-  if (global <= 0) return;
-  KernelSlot& slot = find_kernel(context, source, dtype, kernel);
-  size_t most = context.device().max_work_group_size;
-  size_t group = most < 64 ? most : 64;
-  if (size_t(global) <= group) {
-    // One small group: let the driver pick its shape, as a plain
-    // clEnqueueNDRangeKernel would (PoCL runs a 1-item range faster).
-    size_t exact = size_t(global);
-    enqueue(context, slot, name, 1, &exact, nullptr, args);
-    return;
-  }
-  size_t padded = (size_t(global) + group - 1) / group * group;
-  enqueue(context, slot, name, 1, &padded, &group, args);
 }
 
 std::atomic<size_t>& next_ref_id() {
@@ -190,8 +82,17 @@ std::atomic<size_t>& next_ref_id() {
 
 const char* dtype_tag(DLDataType dtype) {
   if (const char* tag = source_dtype_tag(dtype)) return tag;
-  throw oar::sdk::Error(OAR_STATUS_INVALID_ARGUMENT,
-                        "the opencl plugin has no kernels for dtype " + dtype_name(dtype));
+  const char* plugin = g_registering != nullptr ? g_registering->name() : "opencl";
+  throw oar::sdk::Error(
+      OAR_STATUS_INVALID_ARGUMENT,
+      std::string("the ") + plugin + " plugin has no kernels for dtype " + dtype_name(dtype));
+}
+
+const char* index_error_operator(int32_t code) {
+  static const char* const kNames[] = {"index_select",  "gather",         "embedding",
+                                       "cross_entropy", "embedding_grad", "cross_entropy_grad",
+                                       "one_hot",       "scatter",        "scatter_add"};
+  return code >= 1 && code <= 9 ? kNames[code - 1] : "a kernel";
 }
 
 int64_t View::numel() const {
@@ -217,40 +118,60 @@ void ViewList::reserve(size_t count) {
   data_ = reinterpret_cast<View*>(heap_.get());
 }
 
+void KernelContext::require_dtype(DLDataType dtype) const {
+  if (ops::dtype_bit(dtype) == ops::kF64 && !traits().fp64) {
+    throw oar::sdk::Error(
+        OAR_STATUS_UNIMPLEMENTED,
+        std::string(schema.name) + ": the device has no fp64 (cl_khr_fp64), so no f64 kernels");
+  }
+}
+
 void KernelContext::launch(Source source, DLDataType dtype, const char* kernel, int64_t global,
                            std::initializer_list<KArg> args) const {
-  launch_1d(*this, source, dtype, kernel, kernel, global, args);
+  if (global <= 0) return;
+  require_dtype(dtype);
+  backend->launch_1d(*call, KernelName{source, dtype, kernel}, global, args);
 }
 
 void KernelContext::launch(Source source, DLDataType dtype, const KernelRef& kernel, int64_t global,
                            std::initializer_list<KArg> args) const {
-  launch_1d(*this, source, dtype, kernel, kernel.name, global, args);
+  if (global <= 0) return;
+  require_dtype(dtype);
+  backend->launch_1d(*call, KernelName{source, dtype, kernel.name, &kernel}, global, args);
 }
 
 void KernelContext::launch_nd(Source source, DLDataType dtype, const char* kernel, cl_uint dims,
                               const size_t* global, const size_t* local,
                               std::initializer_list<KArg> args) const {
+  launch_nd(KernelName{source, dtype, kernel}, dims, global, local, args);
+}
+
+void KernelContext::launch_nd(const KernelName& kernel, cl_uint dims, const size_t* global,
+                              const size_t* local, std::initializer_list<KArg> args) const {
   for (cl_uint d = 0; d < dims; ++d) {
     if (global[d] == 0) return;
   }
-  KernelSlot& slot = find_kernel(*this, source, dtype, kernel);
-  enqueue(*this, slot, kernel, dims, global, local, args);
+  require_dtype(kernel.dtype);
+  backend->launch_nd(*call, kernel, dims, global, local, args);
 }
 
 void register_op(const oar::sdk::KernelRegistrar& registrar, const char* op, KernelBody body,
                  const std::vector<std::vector<DLDataType>>& signatures, uint32_t flags,
                  const KernelRef* const* kernels) {
-  const ops::OpSchema& schema = oar::sdk::schema_of(op, "opencl");
+  oar::sdk::require(g_registering != nullptr, OAR_STATUS_INTERNAL,
+                    "register_op outside register_all_kernels");
+  const ops::OpSchema& schema = oar::sdk::schema_of(op, g_registering->name());
   static std::mutex mutex;
   std::lock_guard<std::mutex> lock(mutex);
-  entries().push_back(std::make_unique<Entry>(Entry{body, &schema, kernels}));
+  entries().push_back(std::make_unique<Entry>(Entry{body, &schema, kernels, g_registering}));
   oar::sdk::register_signatures(registrar, schema, signatures, &run_kernel, flags,
                                 entries().back().get());
 }
 
-void OpenclPlugin::register_kernels(const oar_kernel_registrar_t* registrar) {
-  require_not_null(registrar, "registrar");
-  oar::sdk::KernelRegistrar kernels(registrar);
+void register_all_kernels(const oar::sdk::KernelRegistrar& kernels, const Backend& backend) {
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
+  g_registering = &backend;
   register_elementwise_kernels(kernels);
   register_layout_kernels(kernels);
   register_reduction_kernels(kernels);

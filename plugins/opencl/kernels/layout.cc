@@ -151,9 +151,7 @@ void copy_view(const KernelContext& context, const View& from, const View& to) {
   if (from.contiguous() && to.contiguous() && from.memory != to.memory) {
     // A plain byte copy is the fastest path the runtime has.
     uint64_t bytes = uint64_t(n) * to.element_size();
-    check(cl().clEnqueueCopyBuffer(context.call->stream->queue, from.memory, to.memory, from.offset,
-                                   to.offset, bytes, 0, nullptr, nullptr),
-          "copy: clEnqueueCopyBuffer");
+    context.copy(from.memory, from.offset, to.memory, to.offset, bytes);
     return;
   }
   context.launch(Source::kElementwise, to.dtype, "copy_s", n, {from.memory, to.memory, g});

@@ -71,9 +71,7 @@ void pad_body(KernelContext& context) {
   const uint64_t size = y.element_size();
   if (mode == "constant" && x.numel() != n) {
     const uint64_t bits = oar::sdk::scalar_bits(context.attrs.get_float("value"), y.dtype);
-    check(cl().clEnqueueFillBuffer(context.call->stream->queue, y.memory, &bits, size, y.offset,
-                                   uint64_t(n) * size, 0, nullptr, nullptr),
-          "pad: clEnqueueFillBuffer");
+    context.fill(y.memory, y.offset, &bits, size, uint64_t(n) * size);
   }
   View interior = y;
   for (int d = 0; d < rank; ++d) {

@@ -111,7 +111,7 @@ void conv2d_body(KernelContext& context) {
   int64_t n = y.numel();
   if (n == 0) return;
   // Without a bias the kernel never reads it; any valid buffer stands in.
-  cl_mem bias = has_bias ? context.inputs[2].memory : w.memory;
+  Buffer bias = has_bias ? context.inputs[2].memory : w.memory;
   context.launch(Source::kNn, x.dtype, "conv2d", n, {x.memory, w.memory, bias, y.memory, p});
 }
 

@@ -37,7 +37,7 @@ void norm_grad_body(KernelContext& context) {
                                                        uint64_t(rows) * 16 + 16, &memory, &offset);
   oar::sdk::require(status == OAR_STATUS_OK, status,
                     std::string(context.schema.name) + ": scratch_allocate failed");
-  cl_mem stats = reinterpret_cast<cl_mem>(memory);
+  Buffer stats = static_cast<Buffer>(memory);
   cl_ulong so = (offset + 15) / 16 * 16;
   cl_int rms_arg = rms ? 1 : 0;
   cl_ulong dyo = dy.offset, xo = x.offset, wo = w.offset, dxo = dx.offset, dwo = dw.offset,
@@ -170,7 +170,7 @@ void attention_grad_body(KernelContext& context) {
                                                        uint64_t(rows) * 24 + 16, &memory, &offset);
   oar::sdk::require(status == OAR_STATUS_OK, status,
                     "scaled_dot_product_attention_grad: scratch_allocate failed");
-  cl_mem stats = reinterpret_cast<cl_mem>(memory);
+  Buffer stats = static_cast<Buffer>(memory);
   cl_ulong so = (offset + 15) / 16 * 16;
   cl_ulong dqo = dq.offset, dko = dk.offset, dvo = dv.offset;
   if (rows > 0) {

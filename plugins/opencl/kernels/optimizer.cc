@@ -70,7 +70,7 @@ void adam_body(KernelContext& c) {
 }
 
 // Scratch memory of |bytes|, 8-byte aligned: (buffer, byte offset).
-std::pair<cl_mem, cl_ulong> scratch(KernelContext& c, uint64_t bytes) {
+std::pair<Buffer, cl_ulong> scratch(KernelContext& c, uint64_t bytes) {
   oar::sdk::require(c.call->scratch_allocate != nullptr, OAR_STATUS_INTERNAL,
                     "the kernel call has no scratch allocator");
   oar_memory_t memory = nullptr;
@@ -78,7 +78,7 @@ std::pair<cl_mem, cl_ulong> scratch(KernelContext& c, uint64_t bytes) {
   oar_status_t status =
       c.call->scratch_allocate(c.call->scratch_context, bytes + 8, &memory, &offset);
   oar::sdk::require(status == OAR_STATUS_OK, status, "grad_norm: scratch_allocate failed");
-  return {reinterpret_cast<cl_mem>(memory), (offset + 7) / 8 * 8};
+  return {static_cast<Buffer>(memory), (offset + 7) / 8 * 8};
 }
 
 // Partials of kChunk elements per work-item for each gradient, combined
@@ -103,7 +103,7 @@ void grad_norm_body(KernelContext& c) {
              {g.memory, go, elements, chunk, a, po, kind});
     at += items;
   }
-  cl_mem from = a;
+  Buffer from = a;
   cl_ulong from_offset = ao;
   while (count > kChunk) {
     const int64_t items = (count + kChunk - 1) / kChunk;
