@@ -42,6 +42,8 @@ struct EventHandle {
 struct CommHandle {
   oar::Communicator comm;
   int device = 0;
+  // xccl_get_comm_name: the same on every rank of the communicator.
+  std::string name;
 };
 #endif
 

@@ -8,10 +8,12 @@
 // register_xccl (adapter.h); without liboar_comm (no MPI) there are none.
 #include <dlfcn.h>
 
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "adapter.h"
 #include "paddle/phi/backends/device_ext.h"
@@ -183,6 +185,18 @@ C_Status xccl_get_unique_id(C_CCLRootId* unique_id) {
   });
 }
 
+// "oar-<engine>-<ranks>-<16 hex digits of the id's FNV-1a hash>": every rank
+// derives the same name from the id they share, and another id (another
+// communicator) gives another name.
+std::string comm_name(const oar::Communicator& comm, const oar::CommUniqueId& id) {
+  uint64_t hash = 14695981039346656037ull;
+  for (uint8_t byte : id.bytes) hash = (hash ^ byte) * 1099511628211ull;
+  char text[96];
+  std::snprintf(text, sizeof(text), "oar-%s-%d-%016llx", comm.engine_name(), int(comm.size()),
+                static_cast<unsigned long long>(hash));
+  return text;
+}
+
 C_Status xccl_comm_init_rank(size_t nranks, C_CCLRootId* unique_id, size_t rank, C_CCLComm* comm) {
   return guarded("xccl_comm_init_rank", [&] {
     oar::CommUniqueId id;
@@ -210,7 +224,19 @@ C_Status xccl_comm_init_rank(size_t nranks, C_CCLRootId* unique_id, size_t rank,
                                      "processes of one MPI job (mpirun -n " +
                                      std::to_string(nranks) + ", docs/paddle.md)");
     }
+    handle->name = comm_name(handle->comm, id);
     *comm = reinterpret_cast<C_CCLComm>(a.add_comm(std::move(handle)));
+    return C_SUCCESS;
+  });
+}
+
+// Paddle's buffer is 128 bytes (ProcessGroupCustom::GetCommName); the name
+// is far shorter (comm_name).
+C_Status xccl_get_comm_name(C_CCLComm comm, char* name) {
+  return guarded("xccl_get_comm_name", [&] {
+    if (name == nullptr) throw oar::Error(OAR_STATUS_INVALID_ARGUMENT, "no buffer for the name");
+    const std::string& text = comm_of(comm).name;
+    std::memcpy(name, text.c_str(), text.size() + 1);
     return C_SUCCESS;
   });
 }
@@ -307,6 +333,110 @@ C_Status xccl_group_end() {
   });
 }
 
+// Paddle passes one (pointer, count, dtype) per rank on each side: block i
+// of send goes to rank i, block i of recv comes from rank i. The common case,
+// equal blocks of one dtype laid end to end in one allocation on both sides
+// (the all_to_all kernel, alltoall with even splits), is one
+// Communicator::all_to_all. Anything else (alltoall_single's uneven splits)
+// is a group of sends and receives, one per other rank, and a copy on the
+// stream for the rank's own block.
+bool uniform_all_to_all(const void** send_buf, const size_t* send_count,
+                        const C_DataType* send_dtype, void** recv_buf, const size_t* recv_count,
+                        const C_DataType* recv_dtype, size_t nranks) {
+  const uint64_t block = xccl_bytes(send_count[0], xccl_dtype(send_dtype[0]), 1);
+  for (size_t i = 0; i < nranks; ++i) {
+    if (send_count[i] != send_count[0] || recv_count[i] != send_count[0] ||
+        send_dtype[i] != send_dtype[0] || recv_dtype[i] != send_dtype[0] ||
+        static_cast<const char*>(send_buf[i]) !=
+            static_cast<const char*>(send_buf[0]) + i * block ||
+        static_cast<const char*>(recv_buf[i]) !=
+            static_cast<const char*>(recv_buf[0]) + i * block) {
+      return false;
+    }
+  }
+  return true;
+}
+
+C_Status xccl_all_to_all(const void** send_buf, const size_t* send_count,
+                         const C_DataType* send_dtype, void** recv_buf, const size_t* recv_count,
+                         const C_DataType* recv_dtype, size_t rank, size_t nranks, C_CCLComm comm,
+                         C_Stream stream) {
+  return guarded("xccl_all_to_all", [&] {
+    CommHandle& c = comm_of(comm);
+    if (nranks != size_t(c.comm.size()) || rank != size_t(c.comm.rank())) {
+      throw oar::Error(OAR_STATUS_INVALID_ARGUMENT,
+                       "rank " + std::to_string(rank) + " of " + std::to_string(nranks) +
+                           ", the communicator's is " + std::to_string(c.comm.rank()) + " of " +
+                           std::to_string(c.comm.size()));
+    }
+    if (send_buf == nullptr || send_count == nullptr || send_dtype == nullptr ||
+        recv_buf == nullptr || recv_count == nullptr || recv_dtype == nullptr) {
+      throw oar::Error(OAR_STATUS_INVALID_ARGUMENT, "a per-rank array is missing");
+    }
+    oar::Stream& s = comm_stream(c, stream);
+    if (uniform_all_to_all(send_buf, send_count, send_dtype, recv_buf, recv_count, recv_dtype,
+                           nranks)) {
+      if (send_count[0] == 0) return C_SUCCESS;
+      DLDataType dtype = xccl_dtype(send_dtype[0]);
+      uint64_t bytes = xccl_bytes(send_count[0], dtype, nranks);
+      c.comm.all_to_all(xccl_ref(send_buf[0], bytes), xccl_ref(recv_buf[0], bytes), send_count[0],
+                        dtype, s);
+      return C_SUCCESS;
+    }
+    // The own block first: its sizes are checked before anything is sent.
+    DLDataType own_send = xccl_dtype(send_dtype[rank]);
+    DLDataType own_recv = xccl_dtype(recv_dtype[rank]);
+    uint64_t own = xccl_bytes(send_count[rank], own_send, 1);
+    if (own != xccl_bytes(recv_count[rank], own_recv, 1)) {
+      throw oar::Error(OAR_STATUS_INVALID_ARGUMENT,
+                       "rank " + std::to_string(rank) + "'s own block is " + std::to_string(own) +
+                           " bytes to send and " +
+                           std::to_string(xccl_bytes(recv_count[rank], own_recv, 1)) +
+                           " to receive");
+    }
+    // Every block is resolved and checked before the group, so that a bad
+    // one fails this rank before it sends anything.
+    struct Block {
+      oar::BufferRef ref;
+      uint64_t count;
+      DLDataType dtype;
+      int32_t peer;
+    };
+    std::vector<Block> sends, recvs;
+    for (size_t i = 0; i < nranks; ++i) {
+      if (i == rank) continue;
+      if (send_count[i] != 0) {
+        DLDataType dtype = xccl_dtype(send_dtype[i]);
+        sends.push_back(Block{xccl_ref(send_buf[i], xccl_bytes(send_count[i], dtype, 1)),
+                              send_count[i], dtype, int32_t(i)});
+      }
+      if (recv_count[i] != 0) {
+        DLDataType dtype = xccl_dtype(recv_dtype[i]);
+        recvs.push_back(Block{xccl_ref(recv_buf[i], xccl_bytes(recv_count[i], dtype, 1)),
+                              recv_count[i], dtype, int32_t(i)});
+      }
+    }
+    oar::Communicator::group_begin();
+    try {
+      for (const Block& b : sends) c.comm.send(b.ref, b.count, b.dtype, b.peer, s);
+      for (const Block& b : recvs) c.comm.recv(b.ref, b.count, b.dtype, b.peer, s);
+    } catch (...) {
+      oar::Communicator::group_end();
+      throw;
+    }
+    oar::Communicator::group_end();
+    if (own != 0) {
+      DeviceAddress from = resolve(send_buf[rank], own);
+      DeviceAddress to = resolve(recv_buf[rank], own);
+      s.copy(*to.range->buffer,
+             uint64_t(reinterpret_cast<uintptr_t>(recv_buf[rank]) - to.range->base),
+             *from.range->buffer,
+             uint64_t(reinterpret_cast<uintptr_t>(send_buf[rank]) - from.range->base), own);
+    }
+    return C_SUCCESS;
+  });
+}
+
 C_Status xccl_send(void* send_buf, size_t count, C_DataType data_type, size_t dest_rank,
                    C_CCLComm comm, C_Stream stream) {
   return guarded("xccl_send", [&] {
@@ -350,6 +480,8 @@ void register_xccl(C_DeviceInterface* api) {
   api->xccl_group_end = xccl_group_end;
   api->xccl_send = xccl_send;
   api->xccl_recv = xccl_recv;
+  api->xccl_all_to_all = xccl_all_to_all;
+  api->xccl_get_comm_name = xccl_get_comm_name;
 #else
   (void)api;
 #endif

@@ -73,6 +73,14 @@ def _inputs(name, r):
             "prod_f64": (1.0 + (base % 7) * 0.25 * (r + 1)).astype(np.float64)}[name]
 
 
+ALLTOALL_DTYPES = ("float32", "float64", "int64", "int32", "float16", "int8", "uint8", "bool")
+
+
+def _alltoall_block(r, j, name):
+    values = np.arange(5) + 10 * r + 100 * j
+    return (values % 2 == 1) if name == "bool" else (values % 120).astype(name)
+
+
 @pytest.mark.parametrize("plugins", JOBS)
 def test_collectives_and_data_parallel_training(plugins, tmp_path):
     results, run = _run_job(plugins, tmp_path)
@@ -87,23 +95,38 @@ def test_collectives_and_data_parallel_training(plugins, tmp_path):
         "broadcast": np.full(37, 5.0 + n - 1),
         "all_gather": np.stack([np.arange(6) + 10 * r for r in range(n)]),
         "reduce_scatter": None,  # per rank, below
-        "alltoall": None,
         "after_refusal": np.full(3, n * (n + 1) / 2),
     }
     for r, got in enumerate(results):
         for key, want in expected.items():
             if key == "reduce_scatter":
                 want = sum(np.arange(4) + 100 * r + q for q in range(n))
-            elif key == "alltoall":  # block q came from rank q, its block r
-                want = np.stack([np.arange(3) + 10 * q + 100 * r for q in range(n)])
             assert got[key].dtype != np.complex64
             np.testing.assert_allclose(got[key], want, rtol=1e-6, err_msg=f"{key} rank {r}")
+        # all_to_all: block q of rank r's result is the block rank q sent
+        # to rank r, bit for bit, in the dtype sent.
+        for name in ALLTOALL_DTYPES:
+            want = np.stack([_alltoall_block(q, r, name) for q in range(n)])
+            assert got["alltoall_" + name].dtype == want.dtype, name
+            np.testing.assert_array_equal(got["alltoall_" + name], want, err_msg=name)
+            if name in ("float32", "int32"):  # blocks in separate tensors
+                np.testing.assert_array_equal(got["alltoall_list_" + name], want, err_msg=name)
+        for name in ("float32", "int64"):  # uneven: rank q sent 1 + q + 2 * r rows
+            want = np.concatenate([np.stack([_alltoall_block(q, r, name)[:2]] * (1 + q + 2 * r))
+                                   for q in range(n)])
+            np.testing.assert_array_equal(got["alltoall_uneven_" + name], want, err_msg=name)
         assert got["all_reduce_max_i64"].dtype == np.int64
         assert got["all_reduce_min_i32"].dtype == np.int32
         # The complex reduction is refused (OAR reduces no complex dtype),
         # with the adapter's message, and the communicator still works (above).
         assert int(got["complex_refused"]) == 1
     assert "xccl_all_reduce" in run.stderr and "cannot reduce" in run.stderr, run.stderr[-3000:]
+    # One communicator, one name on every rank; the new group's another.
+    names = {str(got["comm_name"]) for got in results}
+    group_names = {str(got["group_comm_name"]) for got in results}
+    assert len(names) == 1 and len(group_names) == 1, (names, group_names)
+    assert names.pop().startswith(f"oar-staged-mpi-{n}-")
+    assert group_names.pop() != str(results[0]["comm_name"])
     np.testing.assert_allclose(results[0]["reduce"], sum(np.arange(9) * (q + 1) for q in range(n)))
     if n == 2:
         np.testing.assert_array_equal(results[1]["send_recv"], np.arange(5) * 7.0)

@@ -49,6 +49,15 @@ def inputs(name, r):
             "prod_f64": (1.0 + (base % 7) * 0.25 * (r + 1)).astype(np.float64)}[name]
 
 
+ALLTOALL_DTYPES = ("float32", "float64", "int64", "int32", "float16", "int8", "uint8", "bool")
+
+
+def alltoall_block(r, j, name):
+    """The block rank |r| sends to rank |j| (the test recomputes it)."""
+    values = np.arange(5) + 10 * r + 100 * j
+    return (values % 2 == 1) if name == "bool" else (values % 120).astype(name)
+
+
 ops = {"sum_f32": dist.ReduceOp.SUM, "max_i64": dist.ReduceOp.MAX,
        "min_i32": dist.ReduceOp.MIN, "prod_f64": dist.ReduceOp.PROD}
 for name, op in ops.items():
@@ -82,12 +91,38 @@ if size == 2:
         dist.recv(t, src=0)
         got["send_recv"] = t.numpy()
 
-# all_to_all: Paddle serves it with send/recv pairs (the adapter leaves
-# xccl_all_to_all empty).
-outs = []
-dist.alltoall(outs, [tensor((np.arange(3) + 10 * rank + 100 * j).astype(np.int32))
-                     for j in range(size)])
-got["alltoall"] = np.stack([o.numpy() for o in outs])
+# all_to_all (xccl_all_to_all): equal blocks laid end to end (one tensor,
+# alltoall_single) are one Communicator::all_to_all; blocks in separate
+# tensors (alltoall of a list) or uneven splits a group of sends and
+# receives. Block j of rank r is alltoall_block(r, j); the test checks the
+# permutation.
+for name in ALLTOALL_DTYPES:
+    out = tensor(np.zeros((size, 5), dtype=name))
+    dist.alltoall_single(out, tensor(np.stack([alltoall_block(rank, j, name)
+                                               for j in range(size)])))
+    got["alltoall_" + name] = out.numpy()
+for name in ("float32", "int32"):
+    outs = []
+    dist.alltoall(outs, [tensor(alltoall_block(rank, j, name)) for j in range(size)])
+    got["alltoall_list_" + name] = np.stack([o.numpy() for o in outs])
+# Uneven: rank r sends 1 + r + 2 * j rows of 2 to rank j.
+splits = [[1 + r + 2 * j for j in range(size)] for r in range(size)]
+for name in ("float32", "int64"):
+    rows = np.concatenate([np.stack([alltoall_block(rank, j, name)[:2]] * n)
+                           for j, n in enumerate(splits[rank])])
+    out = tensor(np.zeros((sum(splits[q][rank] for q in range(size)), 2), dtype=name))
+    dist.alltoall_single(out, tensor(rows), splits[rank], [splits[q][rank] for q in range(size)])
+    got["alltoall_uneven_" + name] = out.numpy()
+
+# xccl_get_comm_name: one name on every rank of a communicator, another for
+# another communicator (a new group). get_comm_name's argument picks the
+# device (rank % device count): each rank has one, oar:0.
+pg = dist.collective._get_default_group().process_group
+got["comm_name"] = np.array(pg.get_comm_name(0))
+group = dist.new_group(list(range(size)))
+t = tensor(np.ones(2, dtype=np.float32))
+dist.all_reduce(t, group=group)  # the group's communicator exists from here
+got["group_comm_name"] = np.array(group.process_group.get_comm_name(0))
 
 # Bad input: a reduction OAR does not have (complex) is a Paddle error, and
 # the communicator keeps working afterwards.
