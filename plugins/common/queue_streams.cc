@@ -83,7 +83,7 @@ void QueueStreams::stream_create(oar_device_t device, const oar_stream_desc_t* d
   stream->device = device;
   try {
     stream->queue = std::make_shared<WorkQueue>(thread_prefix_ + std::to_string(next_stream_id_++),
-                                                task_wrapper(device));
+                                                task_wrapper(device), queue_options_);
   } catch (const std::system_error& e) {
     // Each stream is a thread; running out of threads is running out of streams.
     throw Error(OAR_STATUS_RESOURCE_EXHAUSTED,

@@ -48,7 +48,8 @@ uint64_t Marker::timestamp_ns() const {
   return timestamp_ns_;
 }
 
-WorkQueue::WorkQueue(const std::string& name, TaskWrapper around) : around_(std::move(around)) {
+WorkQueue::WorkQueue(const std::string& name, TaskWrapper around, WorkQueueOptions options)
+    : around_(std::move(around)), inline_max_bytes_(around_ ? 0 : options.inline_max_bytes) {
   worker_ = std::thread([this] { run(); });
   // Linux caps thread names at 15 characters plus the NUL.
   pthread_setname_np(worker_.native_handle(), name.substr(0, 15).c_str());
@@ -64,7 +65,14 @@ WorkQueue::~WorkQueue() {
 }
 
 void WorkQueue::submit(std::function<void()> work, TaskInfo info) {
-  push(Task{std::move(work), nullptr, info});
+  Task task{std::move(work), nullptr, info};
+  const bool small = info.kind != TaskInfo::kOther && info.bytes <= inline_max_bytes_;
+  QueueStatus status;
+  if (small && try_claim_inline(&status)) {
+    run_inline(std::move(task), status);
+  } else {
+    push(std::move(task));
+  }
 }
 
 void WorkQueue::submit_observer(std::function<void(const QueueStatus&)> observer) {
@@ -72,18 +80,39 @@ void WorkQueue::submit_observer(std::function<void(const QueueStatus&)> observer
 }
 
 void WorkQueue::submit_marker(std::shared_ptr<Marker> marker) {
-  submit_observer(
-      [marker = std::move(marker)](const QueueStatus& status) { marker->complete(status); });
+  Task task{nullptr,
+            [marker = std::move(marker)](const QueueStatus& status) { marker->complete(status); },
+            {}};
+  // Completing a marker is the queue's own code, never the caller's: on an
+  // idle queue it completes at once.
+  QueueStatus status;
+  if (try_claim_inline(&status)) {
+    run_inline(std::move(task), status);
+  } else {
+    push(std::move(task));
+  }
 }
 
 void WorkQueue::submit_wait(std::shared_ptr<const Marker> marker) {
-  submit([marker = std::move(marker)] {
-    QueueStatus awaited = marker->wait();
-    if (!awaited.ok()) {
-      throw oar::sdk::Error(awaited.code,
-                            "waited on an event whose stream had failed: " + awaited.message);
-    }
-  });
+  // Only a marker that already completed may be checked here: waiting for
+  // one would block the caller, which the wait must never do.
+  bool done = false;
+  if (inline_max_bytes_ != 0) marker->query(&done);
+  Task task{[marker = std::move(marker)] {
+              QueueStatus awaited = marker->wait();
+              if (!awaited.ok()) {
+                throw oar::sdk::Error(
+                    awaited.code, "waited on an event whose stream had failed: " + awaited.message);
+              }
+            },
+            nullptr,
+            {}};
+  QueueStatus status;
+  if (done && try_claim_inline(&status)) {
+    run_inline(std::move(task), status);
+  } else {
+    push(std::move(task));
+  }
 }
 
 QueueStatus WorkQueue::synchronize() {
@@ -97,6 +126,33 @@ QueueStatus WorkQueue::query(bool* out_idle) const {
   std::lock_guard<std::mutex> lock(mutex_);
   *out_idle = completed_ == submitted_;
   return status_;
+}
+
+bool WorkQueue::try_claim_inline(QueueStatus* status) {
+  if (inline_max_bytes_ == 0) return false;
+  std::lock_guard<std::mutex> lock(mutex_);
+  // completed_ == submitted_: nothing queued, nothing on the worker and no
+  // other inline task (each counts as submitted until it completed).
+  if (stopping_ || completed_ != submitted_) return false;
+  inline_running_ = true;
+  ++submitted_;
+  *status = status_;
+  return true;
+}
+
+void WorkQueue::run_inline(Task task, const QueueStatus& status) {
+  execute(task, status);
+  task = Task{};  // as on the worker: released before it counts as complete
+  bool queued = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++completed_;
+    inline_running_ = false;
+    queued = !tasks_.empty();
+  }
+  progressed_.notify_all();
+  // Work other threads submitted meanwhile waited for this task.
+  if (queued) has_work_.notify_one();
 }
 
 void WorkQueue::push(Task task) {
@@ -115,10 +171,33 @@ void WorkQueue::fail(oar_status_t code, std::string message) {
   if (status_.ok()) status_ = QueueStatus{code, std::move(message)};
 }
 
+void WorkQueue::execute(Task& task, const QueueStatus& status) {
+  try {
+    if (task.work) {
+      if (status.ok()) {
+        if (around_)
+          around_(task.info, task.work);
+        else
+          task.work();
+      }
+    } else {
+      task.observer(status);
+    }
+  } catch (const oar::sdk::Error& e) {
+    fail(e.code(), e.what());
+  } catch (const std::bad_alloc&) {
+    fail(OAR_STATUS_RESOURCE_EXHAUSTED, "host memory exhausted in asynchronous work");
+  } catch (const std::exception& e) {
+    fail(OAR_STATUS_INTERNAL, e.what());
+  } catch (...) {
+    fail(OAR_STATUS_INTERNAL, "unknown exception in asynchronous work");
+  }
+}
+
 void WorkQueue::run() {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    has_work_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
+    has_work_.wait(lock, [this] { return !inline_running_ && (stopping_ || !tasks_.empty()); });
     // Stopping still drains: the destructor promises that submitted work runs.
     if (tasks_.empty()) return;
     Task task = std::move(tasks_.front());
@@ -126,26 +205,7 @@ void WorkQueue::run() {
     QueueStatus status = status_;
     lock.unlock();
 
-    try {
-      if (task.work) {
-        if (status.ok()) {
-          if (around_)
-            around_(task.info, task.work);
-          else
-            task.work();
-        }
-      } else {
-        task.observer(status);
-      }
-    } catch (const oar::sdk::Error& e) {
-      fail(e.code(), e.what());
-    } catch (const std::bad_alloc&) {
-      fail(OAR_STATUS_RESOURCE_EXHAUSTED, "host memory exhausted in asynchronous work");
-    } catch (const std::exception& e) {
-      fail(OAR_STATUS_INTERNAL, e.what());
-    } catch (...) {
-      fail(OAR_STATUS_INTERNAL, "unknown exception in asynchronous work");
-    }
+    execute(task, status);
     // Release what the task captured before anyone can observe it complete,
     // so that a synchronize really means the stream holds nothing any more.
     task = Task{};

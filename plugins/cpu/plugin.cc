@@ -6,6 +6,9 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -108,12 +111,45 @@ void pin_library_of(const void* symbol) {
   }
 }
 
+// Small work on an idle stream runs on the calling thread (plugins/cpu/
+// README.md, "Small work runs inline"): up to OAR_CPU_INLINE_BYTES bytes of
+// tensors or copy (default 64 KiB; 0 turns it off), never under OAR_VALIDATE,
+// whose users want the framework's missing synchronizations to show.
+oar::sdk::WorkQueueOptions queue_options() {
+  constexpr uint64_t kDefaultInlineBytes = 64 << 10;
+  oar::sdk::WorkQueueOptions options;
+  options.inline_max_bytes = kDefaultInlineBytes;
+  if (const char* validate = secure_getenv("OAR_VALIDATE")) {
+    std::string value = validate;
+    for (char& c : value) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (value == "1" || value == "true" || value == "yes" || value == "on") {
+      options.inline_max_bytes = 0;
+    }
+  }
+  if (const char* text = secure_getenv("OAR_CPU_INLINE_BYTES")) {
+    char* end = nullptr;
+    errno = 0;
+    unsigned long long bytes = std::strtoull(text, &end, 10);
+    if (end != text && *end == '\0' && errno == 0 && text[0] != '-') {
+      options.inline_max_bytes = bytes;
+    } else {
+      oar::sdk::log(OAR_LOG_LEVEL_WARNING,
+                    std::string("OAR_CPU_INLINE_BYTES=\"") + std::string(text).substr(0, 64) +
+                        "\" is not a byte count; kept " + std::to_string(options.inline_max_bytes));
+    }
+  }
+  return options;
+}
+
 }  // namespace
 
 CpuPlugin::CpuPlugin(const char* thread_prefix)
     : QueueStreams(thread_prefix), properties_(host_properties()) {
   pin_library_of(reinterpret_cast<const void*>(&omp_get_max_threads));
   pin_library_of(reinterpret_cast<const void*>(&cblas_sgemm));
+  // A plugin deriving from this one with a task wrapper (sim) stays
+  // asynchronous: WorkQueue runs nothing inline around a wrapper.
+  set_queue_options(queue_options());
 }
 
 CpuPlugin::~CpuPlugin() { release_all_devices(); }

@@ -117,6 +117,10 @@ class QueueStreams {
   // a simulator models costs or injects faults here.
   virtual TaskWrapper task_wrapper(oar_device_t device);
 
+  // The options of every stream's queue (default: none; the cpu plugin turns
+  // inline work on). Call from the constructor, before any stream exists.
+  void set_queue_options(WorkQueueOptions options) { queue_options_ = options; }
+
  private:
   struct Objects {
     // Shared ownership, so that a device_synchronize racing a stream_destroy
@@ -126,6 +130,7 @@ class QueueStreams {
   };
 
   const std::string thread_prefix_;
+  WorkQueueOptions queue_options_;
   std::atomic<uint64_t> next_stream_id_{0};
   std::mutex mutex_;
   std::unordered_map<oar_device_t, Objects> devices_;

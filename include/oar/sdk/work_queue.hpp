@@ -9,6 +9,18 @@
 //    callbacks) still run and are told the queue's error;
 //  - synchronize/query report that error on the calling thread.
 //
+// Inline work (WorkQueueOptions::inline_max_bytes, off by default): a small
+// work task submitted while the queue is idle (nothing queued, nothing
+// running) runs on the submitting thread before submit returns, instead of
+// being handed to the worker, with the same rules: it counts as submitted
+// and completed like any task, work submitted meanwhile from other threads
+// waits for it, a failure fails the queue (submit itself never throws the
+// work's error), and markers submitted on an idle queue complete at once.
+// Host callbacks (submit_observer) and waits on incomplete markers always go
+// to the worker: the caller never runs user code or blocks on another queue.
+// A queue with a TaskWrapper (a simulator modelling a device) never runs work
+// inline.
+//
 // Threading: every member is thread-safe. The destructor drains the queue
 // first; no other call may use the queue concurrently with it.
 #pragma once
@@ -76,11 +88,20 @@ struct TaskInfo {
 // throw instead of running the work (the task then fails like the work would).
 using TaskWrapper = std::function<void(const TaskInfo& info, const std::function<void()>& work)>;
 
+// How a queue treats its tasks beyond the defaults.
+struct WorkQueueOptions {
+  // Work tasks of kind kKernel or kCopy whose TaskInfo::bytes is at most this
+  // run on the submitting thread when the queue is idle (see above); 0: never.
+  uint64_t inline_max_bytes = 0;
+};
+
 class WorkQueue {
  public:
   // Starts the worker thread; |name| names it for debuggers (15 characters
-  // are kept). |around|, if set, wraps every work task (not observers).
-  explicit WorkQueue(const std::string& name, TaskWrapper around = nullptr);
+  // are kept). |around|, if set, wraps every work task (not observers) and
+  // turns inline work off.
+  explicit WorkQueue(const std::string& name, TaskWrapper around = nullptr,
+                     WorkQueueOptions options = {});
   // Runs everything already submitted, then stops the worker.
   ~WorkQueue();
 
@@ -120,6 +141,15 @@ class WorkQueue {
   };
 
   void push(Task task);
+  // Claims the idle queue for a task run on the calling thread and writes the
+  // queue's status; false (and nothing changed) unless inline work is on and
+  // the queue is idle.
+  bool try_claim_inline(QueueStatus* status);
+  // Runs |task| on the calling thread after try_claim_inline, then completes it.
+  void run_inline(Task task, const QueueStatus& status);
+  // Runs |task| (work or observer) given the queue's status before it; a
+  // failure fails the queue. Called without the lock.
+  void execute(Task& task, const QueueStatus& status);
   void run();
   void fail(oar_status_t code, std::string message);
 
@@ -133,7 +163,11 @@ class WorkQueue {
   uint64_t completed_ = 0;
   QueueStatus status_;
   bool stopping_ = false;
-  TaskWrapper around_;  // set before the worker starts, never changed
+  // A task is running on a submitting thread; the worker starts nothing
+  // meanwhile.
+  bool inline_running_ = false;
+  TaskWrapper around_;               // set before the worker starts, never changed
+  const uint64_t inline_max_bytes_;  // 0 with a wrapper
   std::thread worker_;
 };
 

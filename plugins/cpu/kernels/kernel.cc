@@ -42,8 +42,21 @@ View view_of(const AllocationTable& table, const DLTensor& t, const char* what) 
   return oar::sdk::view_of(t);
 }
 
+// The bytes a kernel's tensors hold: its work estimate for running inline.
+uint64_t tensor_bytes(const DLTensor* tensors, size_t count) {
+  uint64_t total = 0;
+  for (size_t i = 0; i < count; ++i) {
+    uint64_t n = (tensors[i].dtype.bits * uint64_t{tensors[i].dtype.lanes} + 7) / 8;
+    for (int32_t d = 0; d < tensors[i].ndim; ++d) n *= static_cast<uint64_t>(tensors[i].shape[d]);
+    total += n;
+  }
+  return total;
+}
+
 void launch(const oar_kernel_call_t* call, std::function<void()> work) {
-  call->stream->queue->submit(std::move(work), {oar::sdk::TaskInfo::kKernel, 0});
+  uint64_t bytes =
+      tensor_bytes(call->inputs, call->num_inputs) + tensor_bytes(call->outputs, call->num_outputs);
+  call->stream->queue->submit(std::move(work), {oar::sdk::TaskInfo::kKernel, bytes});
 }
 
 void register_op(const oar::sdk::KernelRegistrar& registrar, const char* op, KernelBody body,

@@ -27,7 +27,13 @@ void parallel_for_each_run(const Loop<N>& loop, Run&& run) {
   const int64_t total = loop.numel();
   if (total == 0) return;
   const int64_t tasks = (total + kGrain - 1) / kGrain;
-#pragma omp parallel for if (tasks > 2) schedule(static)
+  // Small loops never enter OpenMP: even a region whose if clause is false
+  // costs libgomp a futex wake-up per call on a thread that has a pool.
+  if (tasks <= 2) {
+    oar::sdk::for_each_run(loop, 0, total, run);
+    return;
+  }
+#pragma omp parallel for schedule(static)
   for (int64_t task = 0; task < tasks; ++task) {
     const int64_t begin = task * kGrain;
     oar::sdk::for_each_run(loop, begin, std::min(total, begin + kGrain), run);
