@@ -441,6 +441,7 @@ int64_t broadcast_index(const std::vector<int64_t>& out, const std::vector<int64
 // --- the tests -------------------------------------------------------------------
 
 double unary_reference(const std::string& op, double x) {
+  if (std::isnan(x)) return NAN;  // relu too (docs/ops.md: NaN propagates)
   if (op == "neg") return -x;
   if (op == "abs") return std::fabs(x);
   if (op == "exp") return std::exp(x);
@@ -474,6 +475,7 @@ TEST(KernelsOnHost, UnaryEveryOpAndDtype) {
       SCOPED_TRACE(name + " " + name_of(t));
       // 300 elements: two blocks, the grid-stride loop's tail included.
       Tensor x = random_tensor(t, {3, 100}, positive ? 0.05 : -4.0, 4.0, 7);
+      x.set(17, NAN);
       Tensor y(t, {3, 100});
       std::vector<oar_attr_t> attrs;
       if (name == "gelu" || name == "gelu_tanh") {
@@ -697,6 +699,31 @@ TEST(KernelsOnHost, SoftmaxAndLogSoftmaxEveryDtype) {
         }
       }
     }
+  }
+}
+
+TEST(KernelsOnHost, SoftmaxOfAnUndefinedRowIsNaN) {
+  // Rows (axis last, 4 elements): finite; with +inf; with a NaN; all -inf
+  // (each undefined row NaN everywhere); with -inf among finite values (0).
+  for (const char* op : {"softmax", "log_softmax"}) {
+    const bool log = std::string(op) == "log_softmax";
+    SCOPED_TRACE(op);
+    Tensor x(dtype::f32, {5, 4});
+    const double rows[5][4] = {{1, 2, 3, 4},
+                               {1, INFINITY, 3, 4},
+                               {1, 2, NAN, 4},
+                               {-INFINITY, -INFINITY, -INFINITY, -INFINITY},
+                               {0, -INFINITY, 0, 0}};
+    for (int64_t i = 0; i < 20; ++i) x.set(i, rows[i / 4][i % 4]);
+    Tensor y(dtype::f32, {5, 4});
+    ASSERT_EQ(operators().call(op, {x.dl()}, {y.dl()}, {attr_int("axis", -1)}), OAR_STATUS_OK);
+    for (int64_t i = 4; i < 16; ++i) EXPECT_TRUE(std::isnan(y.get(i))) << "element " << i;
+    EXPECT_TRUE(near_value(y.get(16), log ? -std::log(3.0) : 1.0 / 3, 1e-6, 0));
+    EXPECT_EQ(y.get(17), log ? -INFINITY : 0.0);
+    EXPECT_TRUE(near_value(y.get(3),
+                           log ? -std::log(1 + std::exp(-1.0) + std::exp(-2.0) + std::exp(-3.0))
+                               : 1 / (1 + std::exp(-1.0) + std::exp(-2.0) + std::exp(-3.0)),
+                           1e-6, 0));
   }
 }
 
