@@ -674,6 +674,39 @@ TEST(KernelsOnHost, ReduceEveryOpAndDtype) {
   }
 }
 
+TEST(KernelsOnHost, ReduceNaNAndEmptyAxis) {
+  // max/min propagate a NaN; over an empty axis sum is 0, prod 1, mean NaN
+  // (0 / 0), and max refuses before any launch.
+  Tensor x(dtype::f32, {2, 3});
+  const double values[6] = {1, NAN, 3, -1, 5, 2};
+  for (int64_t i = 0; i < 6; ++i) x.set(i, values[i]);
+  const std::vector<int64_t> last = {1};
+  for (const char* op : {"max", "min"}) {
+    Tensor y(dtype::f32, {2});
+    ASSERT_EQ(operators().call(op, {x.dl()}, {y.dl()}, {attr_ints("axes", last)}), OAR_STATUS_OK);
+    EXPECT_TRUE(std::isnan(y.get(0))) << op;
+    EXPECT_EQ(y.get(1), std::string(op) == "max" ? 5.0 : -1.0) << op;
+  }
+  Tensor empty(dtype::f32, {2, 0});
+  for (const char* op : {"sum", "prod", "mean"}) {
+    Tensor y(dtype::f32, {2});
+    y.set(0, 42), y.set(1, 42);
+    ASSERT_EQ(operators().call(op, {empty.dl()}, {y.dl()}, {attr_ints("axes", last)}),
+              OAR_STATUS_OK);
+    for (int64_t i = 0; i < 2; ++i) {
+      const std::string name = op;
+      if (name == "mean") {
+        EXPECT_TRUE(std::isnan(y.get(i))) << op;
+      } else {
+        EXPECT_EQ(y.get(i), name == "sum" ? 0.0 : 1.0) << op;
+      }
+    }
+  }
+  Tensor y(dtype::f32, {2});
+  EXPECT_EQ(operators().call("max", {empty.dl()}, {y.dl()}, {attr_ints("axes", last)}),
+            OAR_STATUS_INVALID_ARGUMENT);
+}
+
 TEST(KernelsOnHost, SoftmaxAndLogSoftmaxEveryDtype) {
   // x [2, 300, 2] along axis 1: 4 rows (blocks) of 300 elements, inner stride 2.
   for (const char* op : {"softmax", "log_softmax"}) {
