@@ -125,19 +125,20 @@ void HostWait::finished_after(std::chrono::nanoseconds duration) {
     poll_is_faster_.store(polled < blocked, std::memory_order_relaxed);
     const int64_t faster = std::min(polled, blocked);
     const int64_t slower = std::max(polled, blocked);
-    // A loser is clear while its median and its latest wait both took more
-    // than 1.5 times the winner's median. Its median is 8 waits old, gathered
-    // over kExploreEvery * kClearLoserFactor waits each: a latest wait within
-    // that bound (the machine changed, or the loser's durations are bimodal,
-    // as a blocking wait is when the work sometimes ends before the wait
-    // begins) makes it retried at the usual rate, so that its median catches
-    // up in a few hundred waits instead of a few thousand.
-    const Samples& loser = polled > blocked ? polled_ : blocked_;
-    const uint32_t kept = loser.count.load(std::memory_order_relaxed);
-    const int64_t latest =
-        loser.ns[(kept - 1) % uint32_t(kSamples)].load(std::memory_order_relaxed);
     const int64_t bound = faster + faster / 2;
-    clear_loser_.store(slower > bound && latest > bound, std::memory_order_relaxed);
+    bool clear = slower > bound;
+    if (clear && retry_stale_loser_.load(std::memory_order_relaxed)) {
+      // The loser's median is 8 waits old, gathered one in kExploreEvery *
+      // kClearLoserFactor waits: a latest wait within the bound (the machine
+      // changed, or the loser's durations are bimodal, as a blocking wait is
+      // when the work sometimes ends before the wait begins) has it retried
+      // at the usual rate, so that its median catches up in a few hundred
+      // waits instead of a few thousand.
+      const Samples& loser = polled > blocked ? polled_ : blocked_;
+      const uint32_t kept = loser.count.load(std::memory_order_relaxed);
+      clear = loser.ns[(kept - 1) % uint32_t(kSamples)].load(std::memory_order_relaxed) > bound;
+    }
+    clear_loser_.store(clear, std::memory_order_relaxed);
   }
 }
 

@@ -33,6 +33,7 @@ void OpenclPlugin::event_create(oar_device_t device, uint32_t flags, oar_event_t
   oar::sdk::check_event_flags(flags, device->physical->profiling,
                               "the device's queues do not support profiling");
   auto event = std::make_unique<oar_event_s>();
+  event->waits.set_retry_stale_loser(true);  // as a stream's (stream.cc)
   event->device = device;
   event->flags = flags;
   std::lock_guard<std::mutex> lock(device->mutex);

@@ -167,6 +167,9 @@ void OpenclPlugin::stream_create(oar_device_t device, const oar_stream_desc_t* d
       physical.context, physical.device, physical.profiling ? CL_QUEUE_PROFILING_ENABLE : 0, &code);
   check(code, "clCreateCommandQueue");
   auto stream = std::make_unique<oar_stream_s>();
+  // PoCL often ends an empty op inside the enqueue: blocking waits are then
+  // either instant or a sleep, and a median of them goes stale (host_wait.hpp).
+  stream->waits.set_retry_stale_loser(true);
   stream->device = device;
   stream->queue = queue;
   stream->errors = std::make_shared<StreamErrors>();

@@ -85,11 +85,10 @@ bool spin_until(std::chrono::nanoseconds budget, Done&& done) {
 // durations of its last kSamples polled waits and of its last kSamples
 // blocking waits, and waits the way whose median is lower. Every
 // kExploreEvery-th wait goes the other way, so that both medians follow a
-// machine whose load changes; while the other way's median and its latest
-// wait are both more than 1.5 times the faster one's median, only every
-// (kExploreEvery * kClearLoserFactor)-th does (retrying a clear loser costs
-// more than it is likely to tell; a fast latest wait says its median is stale
-// or its waits are bimodal, and it is retried at the usual rate again). Until
+// machine whose load changes; while the other way's median is more than 1.5
+// times the faster one's, only every (kExploreEvery * kClearLoserFactor)-th
+// does (retrying a clear loser costs more than it is likely to tell; with
+// set_retry_stale_loser(true), only while its latest wait was as slow too). Until
 // both ways have been timed it polls when the host has a core to spare
 // (host_busy) and blocks when it has not. Waits that block because the
 // previous wait was long (or polling is off) are no choice and not counted.
@@ -124,6 +123,18 @@ class HostWait {
   // The same with the wait's duration.
   void finished_after(std::chrono::nanoseconds took);
 
+  // When |on|, a clear loser whose latest wait was within 1.5 times the
+  // winner's median is retried every kExploreEvery-th wait again, so that a
+  // stale median (8 samples taken one in 256 waits) catches up within a few
+  // hundred waits. For waits whose blocking durations are bimodal: on PoCL an
+  // empty op often ends inside clEnqueueNDRangeKernel and clFinish returns in
+  // 0.05 us, else sleeps 15-200 us, and blocking timed slow once (at start-up)
+  // kept an opencl stream polling a marker for thousands of waits. Off by
+  // default (vulkan): on lavapipe at load 17-30 it was not shown to help, and
+  // a slow state (OAR 3.3x native) came in 3 of 4 runs with it on, 1 of 3
+  // with it off: too few to tell (docs/performance.md).
+  void set_retry_stale_loser(bool on) { retry_stale_loser_.store(on, std::memory_order_relaxed); }
+
   // The medians of the kept polled and blocking waits in nanoseconds; -1
   // until that way has been timed.
   int64_t polled_median_ns() const { return polled_.median.load(std::memory_order_relaxed); }
@@ -146,6 +157,7 @@ class HostWait {
   Samples blocked_;
   std::atomic<bool> poll_is_faster_{false};  // meaningful once both ways were timed
   std::atomic<bool> clear_loser_{false};     // the slower way's median > 1.5 x the faster's
+  std::atomic<bool> retry_stale_loser_{false};
   mutable std::atomic<uint32_t> waits_{0};
   mutable std::atomic<Choice> choice_{kForcedBlock};  // the last should_poll()'s
 };
