@@ -466,6 +466,30 @@ void StridedSliceGradKernel(const Context& ctx, const phi::DenseTensor& x,
   }
 }
 
+// strided_slice_raw (and its grad): the legacy program op's form, which
+// Paddle reaches for old (non-PIR) programs and _legacy_C_ops: the same
+// slice, with |decrease_axis| dropping sliced axes of size 1 from out's
+// dims (Paddle's InferMeta made them; the elements and their order are the
+// same, so the kernels above write them) and |infer_flags| only telling the
+// static shape inference which bounds were known.
+template <typename T, typename Context>
+void StridedSliceRawKernel(const Context& ctx, const phi::DenseTensor& x,
+                           const std::vector<int>& axes, const phi::IntArray& starts,
+                           const phi::IntArray& ends, const phi::IntArray& strides,
+                           const std::vector<int>&, const std::vector<int>&,
+                           phi::DenseTensor* out) {
+  StridedSliceKernel<T, Context>(ctx, x, axes, starts, ends, strides, out);
+}
+
+template <typename T, typename Context>
+void StridedSliceRawGradKernel(const Context& ctx, const phi::DenseTensor& x,
+                               const phi::DenseTensor& out_grad, const std::vector<int>& axes,
+                               const phi::IntArray& starts, const phi::IntArray& ends,
+                               const phi::IntArray& strides, const std::vector<int>&,
+                               const std::vector<int>&, phi::DenseTensor* x_grad) {
+  StridedSliceGradKernel<T, Context>(ctx, x, out_grad, axes, starts, ends, strides, x_grad);
+}
+
 template <typename T, typename Context>
 void IndexSelectKernel(const Context& ctx, const phi::DenseTensor& x, const phi::DenseTensor& index,
                        int dim, phi::DenseTensor* out) {
@@ -545,6 +569,8 @@ OAR_PADDLE_REGISTER(gather_nd, GatherNdKernel, OAR_PADDLE_ALL)
 OAR_PADDLE_REGISTER(gather_nd_grad, GatherNdGradKernel, OAR_PADDLE_NUMBERS)
 OAR_PADDLE_REGISTER(strided_slice, StridedSliceKernel, OAR_PADDLE_ALL)
 OAR_PADDLE_REGISTER(strided_slice_grad, StridedSliceGradKernel, OAR_PADDLE_ALL)
+OAR_PADDLE_REGISTER(strided_slice_raw, StridedSliceRawKernel, OAR_PADDLE_ALL)
+OAR_PADDLE_REGISTER(strided_slice_raw_grad, StridedSliceRawGradKernel, OAR_PADDLE_ALL)
 OAR_PADDLE_REGISTER(tril_triu, TrilTriuKernel, OAR_PADDLE_ALL)
 OAR_PADDLE_REGISTER(tril, TrilKernel, OAR_PADDLE_ALL)
 OAR_PADDLE_REGISTER(triu, TriuKernel, OAR_PADDLE_ALL)

@@ -249,8 +249,11 @@ void MeanAllGradKernel(const Context& ctx, const phi::DenseTensor& x,
 
 namespace {
 
-// batch_norm's channel axis is 1 (NCHW, NCL, NC, NCDHW): statistics over
-// every other axis; per-channel tensors broadcast as [1, C, 1, ..].
+// batch_norm's channel axis: 1 for the channels-first layouts (NCHW, NCL,
+// NCDHW) and for any 2-D input (NC), the last for the channels-last ones
+// (NHWC, NLC, NDHWC). Statistics over every other axis; per-channel tensors
+// broadcast as [1, C, 1, ..] or [1, .., 1, C]. The layout changes nothing
+// else: OAR's reductions and broadcasts take any axes.
 struct BnShape {
   std::vector<int64_t> axes, chan;
   int64_t c = 0, count = 0;
@@ -260,15 +263,16 @@ BnShape bn_shape(const phi::CustomContext& ctx, const char* kernel, const phi::D
                  const std::string& layout) {
   const std::vector<int64_t> xs = dims_of(x);
   if (xs.size() < 2) unsupported(ctx, kernel, "an input of rank < 2");
-  if (xs.size() > 2 && layout.rfind("NC", 0) != 0) {
-    unsupported(ctx, kernel, "data_layout " + layout);
-  }
+  const bool first = layout.rfind("NC", 0) == 0;
+  const bool last = !first && layout.size() >= 3 && layout[0] == 'N' && layout.back() == 'C';
+  if (xs.size() > 2 && !first && !last) unsupported(ctx, kernel, "data_layout " + layout);
+  const size_t axis = xs.size() > 2 && last ? xs.size() - 1 : 1;
   BnShape s;
-  s.c = xs[1];
+  s.c = xs[axis];
   s.chan.assign(xs.size(), 1);
-  s.chan[1] = s.c;
+  s.chan[axis] = s.c;
   for (size_t i = 0; i < xs.size(); ++i) {
-    if (i != 1) s.axes.push_back(int64_t(i));
+    if (i != axis) s.axes.push_back(int64_t(i));
   }
   s.count = s.c > 0 ? x.numel() / s.c : 0;
   return s;

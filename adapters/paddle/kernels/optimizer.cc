@@ -38,9 +38,19 @@
 //   param_out = T(master_out)). OAR's own 16-bit form (f32 moments beside a
 //   16-bit parameter, the parameter rounded each step) is not used: it would
 //   lose the master weight's low bits.
-// Refused, with Paddle's error naming the device and the kernel: amsgrad (OAR
-// has none), multi_precision without a master weight, and beta powers that
-// are not powers of beta (state edited by hand).
+// - amsgrad (OAR's `adam` has none, docs/ops.md): a composition. `adam` on
+//   the zeroed scratch updates both moments as above (its update is not
+//   used); then v_max_out = maximum(v_out, v_max) and
+//   update = -m_out / (1 - beta1^t) / (sqrt(v_max_out / (1 - beta2^t)) + eps)
+//   with `maximum`, `mul`, `sqrt`, `add`, `div` (the bias corrections host
+//   scalars from t, as OAR's `adam` computes them), the lr applied on the
+//   device as above (a host lr uploaded as a rank-0 fill). That is Paddle's
+//   formula: its p -= lr * sqrt(1 - beta2^t) / (1 - beta1^t) * m /
+//   (sqrt(v_max) + eps * sqrt(1 - beta2^t)) is the same update. Cost: 7
+//   extra small dispatches per parameter and step, plus the lr's.
+// Refused, with Paddle's error naming the device and the kernel:
+// multi_precision without a master weight, amsgrad without moment2_max, and
+// beta powers that are not powers of beta (state edited by hand).
 #include <cmath>
 #include <cstring>
 #include <utility>
@@ -153,15 +163,19 @@ phi::DenseTensor in_dtype(const phi::CustomContext& ctx, const phi::DenseTensor&
 void adam_common(const phi::CustomContext& ctx, const char* kernel, const phi::DenseTensor& param,
                  const phi::DenseTensor& grad, const phi::DenseTensor& learning_rate,
                  const phi::DenseTensor& moment1, const phi::DenseTensor& moment2,
+                 const paddle::optional<phi::DenseTensor>& moment2_max,
                  const phi::DenseTensor& beta1_pow, const phi::DenseTensor& beta2_pow,
                  const paddle::optional<phi::DenseTensor>& master_param,
                  const paddle::optional<phi::DenseTensor>& skip_update, const phi::Scalar& beta1_s,
                  const phi::Scalar& beta2_s, const phi::Scalar& epsilon_s, double lr_ratio,
                  double decay, bool multi_precision, bool use_global_beta_pow, bool amsgrad,
                  phi::DenseTensor* param_out, phi::DenseTensor* moment1_out,
-                 phi::DenseTensor* moment2_out, phi::DenseTensor* beta1_pow_out,
-                 phi::DenseTensor* beta2_pow_out, phi::DenseTensor* master_param_out) {
-  if (amsgrad) unsupported(ctx, kernel, "amsgrad");
+                 phi::DenseTensor* moment2_out, phi::DenseTensor* moment2_max_out,
+                 phi::DenseTensor* beta1_pow_out, phi::DenseTensor* beta2_pow_out,
+                 phi::DenseTensor* master_param_out) {
+  if (amsgrad && (!moment2_max || moment2_max_out == nullptr)) {
+    unsupported(ctx, kernel, "amsgrad without moment2_max");
+  }
   const bool has_master = bool(master_param);
   if (multi_precision && is_16bit(param.dtype()) && !has_master) {
     unsupported(ctx, kernel, "multi_precision without a master weight");
@@ -173,7 +187,7 @@ void adam_common(const phi::CustomContext& ctx, const char* kernel, const phi::D
   const phi::DataType cd = has_master                ? master_param->dtype()
                            : is_16bit(param.dtype()) ? phi::DataType::FLOAT32
                                                      : param.dtype();
-  if (moment1.dtype() != cd || moment2.dtype() != cd) {
+  if (moment1.dtype() != cd || moment2.dtype() != cd || (amsgrad && moment2_max->dtype() != cd)) {
     unsupported(ctx, kernel,
                 std::string("moments of dtype ") + phi::DataTypeToString(moment1.dtype()) +
                     " for a step computed in " + phi::DataTypeToString(cd));
@@ -186,11 +200,13 @@ void adam_common(const phi::CustomContext& ctx, const char* kernel, const phi::D
   ctx.Alloc(moment1_out, moment1.dtype());
   ctx.Alloc(moment2_out, moment2.dtype());
   if (has_master) ctx.Alloc(master_param_out, cd);
+  if (amsgrad) ctx.Alloc(moment2_max_out, cd);
   if (skip_update && host_value(ctx, *skip_update) != 0) {
     // AMP found an infinite gradient: everything stays as it was.
     std::vector<std::pair<const phi::DenseTensor*, phi::DenseTensor*>> keep = {
         {&param, param_out}, {&moment1, moment1_out}, {&moment2, moment2_out}};
     if (has_master) keep.push_back({&*master_param, master_param_out});
+    if (amsgrad) keep.push_back({&*moment2_max, moment2_max_out});
     for (auto [in, out] : keep) {
       if (in->numel() == 0 || in->data() == out->data()) continue;
       View a(*in), o(*out);
@@ -216,7 +232,7 @@ void adam_common(const phi::CustomContext& ctx, const char* kernel, const phi::D
       out_c = &scratch_out;
     }
     View g(grad_c), m(moment1), v(moment2), mo(*moment1_out), vo(*moment2_out);
-    if (on_host(learning_rate)) {
+    if (on_host(learning_rate) && !amsgrad) {
       // The whole step in one fused call.
       const double lr = host_value(ctx, learning_rate) * lr_ratio;
       View p(param_c), po(*out_c);
@@ -232,16 +248,34 @@ void adam_common(const phi::CustomContext& ctx, const char* kernel, const phi::D
       run(ctx, OAR_PADDLE_OP("adam"), {&u, &g, &m, &v}, {&u, &mo, &vo},
           {oar::Attr("lr", 1.0), oar::Attr("step", step), oar::Attr("beta1", beta1),
            oar::Attr("beta2", beta2), oar::Attr("eps", eps), oar::Attr("weight_decay", 0.0)});
+      if (amsgrad) {
+        // update = m_out * (-1 / (1 - beta1^t)) / (sqrt(v_max_out * (1 / (1 - beta2^t))) + eps)
+        View vm(*moment2_max), vmo(*moment2_max_out);
+        run(ctx, OAR_PADDLE_OP("maximum"), {&vo, &vm}, {&vmo});
+        phi::DenseTensor c1 = scalar(ctx, cd, -1.0 / (1.0 - std::pow(beta1, double(step))));
+        phi::DenseTensor c2 = scalar(ctx, cd, 1.0 / (1.0 - std::pow(beta2, double(step))));
+        phi::DenseTensor e = scalar(ctx, cd, eps), den = empty(ctx, dims_of(param), cd);
+        View c1v(c1), c2v(c2), ev(e), dv(den);
+        run(ctx, OAR_PADDLE_OP("mul"), {&vmo, &c2v}, {&dv});
+        run(ctx, OAR_PADDLE_OP("sqrt"), {&dv}, {&dv});
+        run(ctx, OAR_PADDLE_OP("add"), {&dv, &ev}, {&dv});
+        run(ctx, OAR_PADDLE_OP("mul"), {&mo, &c1v}, {&u});
+        run(ctx, OAR_PADDLE_OP("div"), {&u, &dv}, {&u});
+      }
       // lr (rank 0, the compute dtype) on the device.
       phi::DenseTensor lr_t = empty(ctx, {}, cd);
       View lr(lr_t);
-      {
+      double ratio = lr_ratio;
+      if (on_host(learning_rate)) {  // amsgrad with a host lr
+        fill(ctx, &lr_t, host_value(ctx, learning_rate) * lr_ratio);
+        ratio = 1.0;
+      } else {
         View src(learning_rate, {});
         run(ctx, learning_rate.dtype() == cd ? OAR_PADDLE_OP("copy") : OAR_PADDLE_OP("cast"),
             {&src}, {&lr});
       }
-      if (lr_ratio != 1.0) {
-        phi::DenseTensor r = scalar(ctx, cd, lr_ratio);
+      if (ratio != 1.0) {
+        phi::DenseTensor r = scalar(ctx, cd, ratio);
         View rv(r);
         run(ctx, OAR_PADDLE_OP("mul"), {&lr, &rv}, {&lr});
       }
@@ -276,37 +310,42 @@ void adam_common(const phi::CustomContext& ctx, const char* kernel, const phi::D
 template <typename T, typename Context>
 void AdamKernel(const Context& ctx, const phi::DenseTensor& param, const phi::DenseTensor& grad,
                 const phi::DenseTensor& learning_rate, const phi::DenseTensor& moment1,
-                const phi::DenseTensor& moment2, const paddle::optional<phi::DenseTensor>&,
+                const phi::DenseTensor& moment2,
+                const paddle::optional<phi::DenseTensor>& moment2_max,
                 const phi::DenseTensor& beta1_pow, const phi::DenseTensor& beta2_pow,
                 const paddle::optional<phi::DenseTensor>& master_param,
                 const paddle::optional<phi::DenseTensor>& skip_update, const phi::Scalar& beta1,
                 const phi::Scalar& beta2, const phi::Scalar& epsilon, bool, int64_t,
                 bool multi_precision, bool use_global_beta_pow, bool amsgrad,
                 phi::DenseTensor* param_out, phi::DenseTensor* moment1_out,
-                phi::DenseTensor* moment2_out, phi::DenseTensor*, phi::DenseTensor* beta1_pow_out,
-                phi::DenseTensor* beta2_pow_out, phi::DenseTensor* master_param_out) {
-  adam_common(ctx, "adam", param, grad, learning_rate, moment1, moment2, beta1_pow, beta2_pow,
-              master_param, skip_update, beta1, beta2, epsilon, 1.0, 0.0, multi_precision,
-              use_global_beta_pow, amsgrad, param_out, moment1_out, moment2_out, beta1_pow_out,
-              beta2_pow_out, master_param_out);
+                phi::DenseTensor* moment2_out, phi::DenseTensor* moment2_max_out,
+                phi::DenseTensor* beta1_pow_out, phi::DenseTensor* beta2_pow_out,
+                phi::DenseTensor* master_param_out) {
+  adam_common(ctx, "adam", param, grad, learning_rate, moment1, moment2, moment2_max, beta1_pow,
+              beta2_pow, master_param, skip_update, beta1, beta2, epsilon, 1.0, 0.0,
+              multi_precision, use_global_beta_pow, amsgrad, param_out, moment1_out, moment2_out,
+              moment2_max_out, beta1_pow_out, beta2_pow_out, master_param_out);
 }
 
 template <typename T, typename Context>
 void AdamwKernel(const Context& ctx, const phi::DenseTensor& param, const phi::DenseTensor& grad,
                  const phi::DenseTensor& learning_rate, const phi::DenseTensor& moment1,
-                 const phi::DenseTensor& moment2, const paddle::optional<phi::DenseTensor>&,
+                 const phi::DenseTensor& moment2,
+                 const paddle::optional<phi::DenseTensor>& moment2_max,
                  const phi::DenseTensor& beta1_pow, const phi::DenseTensor& beta2_pow,
                  const paddle::optional<phi::DenseTensor>& master_param,
                  const paddle::optional<phi::DenseTensor>& skip_update, const phi::Scalar& beta1,
                  const phi::Scalar& beta2, const phi::Scalar& epsilon, float lr_ratio, float coeff,
                  bool with_decay, bool, int64_t, bool multi_precision, bool use_global_beta_pow,
                  bool amsgrad, phi::DenseTensor* param_out, phi::DenseTensor* moment1_out,
-                 phi::DenseTensor* moment2_out, phi::DenseTensor*, phi::DenseTensor* beta1_pow_out,
-                 phi::DenseTensor* beta2_pow_out, phi::DenseTensor* master_param_out) {
-  adam_common(ctx, "adamw", param, grad, learning_rate, moment1, moment2, beta1_pow, beta2_pow,
-              master_param, skip_update, beta1, beta2, epsilon, double(lr_ratio),
+                 phi::DenseTensor* moment2_out, phi::DenseTensor* moment2_max_out,
+                 phi::DenseTensor* beta1_pow_out, phi::DenseTensor* beta2_pow_out,
+                 phi::DenseTensor* master_param_out) {
+  adam_common(ctx, "adamw", param, grad, learning_rate, moment1, moment2, moment2_max, beta1_pow,
+              beta2_pow, master_param, skip_update, beta1, beta2, epsilon, double(lr_ratio),
               with_decay ? double(coeff) : 0.0, multi_precision, use_global_beta_pow, amsgrad,
-              param_out, moment1_out, moment2_out, beta1_pow_out, beta2_pow_out, master_param_out);
+              param_out, moment1_out, moment2_out, moment2_max_out, beta1_pow_out, beta2_pow_out,
+              master_param_out);
 }
 
 }  // namespace oar_paddle
@@ -314,8 +353,8 @@ void AdamwKernel(const Context& ctx, const phi::DenseTensor& param, const phi::D
 // Inputs 2 (learning_rate), 6 and 7 (the beta powers) and 9 (skip_update)
 // are taken where they are (the beta powers live on the CPU); outputs 4 and 5
 // (the new beta powers) go where the inputs were. For a 16-bit parameter the
-// moments (inputs 3, 4; outputs 1, 2) and the master weight (input 8, output
-// 6) are float32.
+// moments (inputs 3, 4; outputs 1, 2), amsgrad's moment2_max (input 5,
+// output 3) and the master weight (input 8, output 6) are float32.
 #define OAR_PADDLE_ADAM_PLACES                                 \
   kernel->InputAt(2).SetBackend(phi::Backend::ALL_BACKEND);    \
   kernel->InputAt(6).SetBackend(phi::Backend::ALL_BACKEND);    \
@@ -325,7 +364,7 @@ void AdamwKernel(const Context& ctx, const phi::DenseTensor& param, const phi::D
   kernel->OutputAt(5).SetBackend(phi::Backend::UNDEFINED);     \
   if (kernel_key.dtype() == phi::DataType::FLOAT16 ||          \
       kernel_key.dtype() == phi::DataType::BFLOAT16) {         \
-    for (int i : {3, 4, 8}) {                                  \
+    for (int i : {3, 4, 5, 8}) {                               \
       kernel->InputAt(i).SetDataType(phi::DataType::FLOAT32);  \
     }                                                          \
     for (int i : {1, 2, 3, 4, 5, 6}) {                         \

@@ -213,7 +213,8 @@ REGISTERED = {
     **{n: ALL for n in ("concat", "concat_grad", "slice", "slice_grad", "gather",
                         "index_select", "tril", "triu", "tril_grad", "triu_grad")},
     **{n: NUMBERS for n in ("gather_grad", "index_select_grad", "gather_nd_grad")},
-    **{n: ALL for n in ("gather_nd", "strided_slice", "strided_slice_grad")},
+    **{n: ALL for n in ("gather_nd", "strided_slice", "strided_slice_grad", "strided_slice_raw",
+                        "strided_slice_raw_grad")},
     **{n: FLOATS for n in ("batch_norm", "batch_norm_grad")},
     "rms_norm": FLOATS,
     "rms_norm_grad": FLOATS,
@@ -312,6 +313,14 @@ def _idx(values, dtype="int64"):
     return paddle.to_tensor(np.array(values), dtype=dtype)
 
 
+def strided_slice_raw(x, axes, starts, ends, strides, decrease_axis):
+    """Paddle's legacy strided_slice op, whose kernel is strided_slice_raw
+    (its six optional tensor bounds left out)."""
+    return paddle._legacy_C_ops.strided_slice(
+        x, None, None, None, None, None, None, "axes", axes, "starts", starts, "ends", ends,
+        "strides", strides, "infer_flags", [1] * len(axes), "decrease_axis", decrease_axis)
+
+
 INDEXING = [
     ("concat_axis0", lambda a, b: paddle.concat([a, b.reshape([1, 4]), a], axis=0)),
     ("concat_axis_last", lambda a, b: paddle.concat([a, a[:, :1]], axis=-1)),
@@ -336,6 +345,10 @@ INDEXING = [
         a, axes=[1], starts=[10], ends=[0], strides=[-2])),
     ("strided_slice_step", lambda a, b: paddle.strided_slice(
         a, axes=[1], starts=[1], ends=[100], strides=[2])),
+    # strided_slice_raw: the legacy op (old programs, _legacy_C_ops), here
+    # with a decreased axis: row 2, columns 3 and 1.
+    ("strided_slice_raw_decrease", lambda a, b: strided_slice_raw(
+        a, axes=[0, 1], starts=[2, -1], ends=[3, -5], strides=[1, -2], decrease_axis=[0])),
     ("tril", lambda a, b: paddle.tril(a, diagonal=1)),
     ("triu", lambda a, b: paddle.triu(a.reshape([2, 3, 2]), diagonal=-1)),
 ]
@@ -428,23 +441,31 @@ def test_unsupported_form_names_device_and_kernel():
 # mode (running statistics), every float dtype the device claims; y and both
 # running statistics against Paddle's CPU (float32 statistics, scale and bias
 # for 16-bit x, as Paddle keeps them; the CPU computes in float32 then).
-BN_CASES = [((4, 3, 2, 3), True), ((6, 3), True), ((4, 3, 2, 3), False)]
+# NHWC (channels last: statistics over N, H, W per last-axis channel), both
+# modes; its shape has C = 2 unlike H, W = 3, so a kernel that took axis 1 for
+# the channel would fail on the shapes.
+BN_CASES = [((4, 3, 2, 3), True, "NCHW"), ((6, 3), True, "NCHW"), ((4, 3, 2, 3), False, "NCHW"),
+            ((4, 3, 3, 2), True, "NHWC"), ((4, 3, 3, 2), False, "NHWC")]
 
 
-def batch_norm_run(device, x, stats, dtype, training):
+def batch_norm_run(device, x, stats, dtype, training, layout="NCHW"):
     paddle.set_device(device)
     sdt = "float64" if dtype == "float64" else "float32"
     xt = paddle.to_tensor(x.astype(sdt)).astype(dtype)  # no float64 on the device
     rm, rv, w, b = [paddle.to_tensor(v.astype(sdt)) for v in stats]
-    y = F.batch_norm(xt, rm, rv, w, b, training=training, momentum=0.8, epsilon=1e-3)
+    y = F.batch_norm(xt, rm, rv, w, b, training=training, momentum=0.8, epsilon=1e-3,
+                     data_format=layout)
     assert device == "cpu" or y.place.is_custom_place()
     return [t.cpu().astype("float64").numpy() for t in (y, rm, rv)]
 
 
-def batch_norm_inputs(shape, dtype):
+def batch_norm_inputs(shape, dtype, layout="NCHW"):
     rng = np.random.default_rng(17)
-    c = shape[1]
-    x = rng.uniform(-2, 2, shape) + np.arange(c).reshape([1, c] + [1] * (len(shape) - 2))
+    axis = len(shape) - 1 if layout == "NHWC" else 1
+    c = shape[axis]
+    offset = [1] * len(shape)
+    offset[axis] = c
+    x = rng.uniform(-2, 2, shape) + np.arange(c).reshape(offset)
     stats = [rng.uniform(-1, 1, (c,)), rng.uniform(0.5, 2, (c,)), rng.uniform(0.5, 1.5, (c,)),
              rng.uniform(-1, 1, (c,))]
     # x rounded to |dtype| once, so the CPU (float32 for 16-bit) sees the same values.
@@ -452,13 +473,14 @@ def batch_norm_inputs(shape, dtype):
     return paddle.to_tensor(x).astype(dtype).astype("float64").numpy(), stats
 
 
-@pytest.mark.parametrize("shape,training", BN_CASES, ids=["nchw_train", "nc_train", "nchw_test"])
+@pytest.mark.parametrize("shape,training,layout", BN_CASES,
+                         ids=["nchw_train", "nc_train", "nchw_test", "nhwc_train", "nhwc_test"])
 @pytest.mark.parametrize("dtype", dtypes(FLOATS))
-def test_batch_norm(shape, training, dtype):
-    x, stats = batch_norm_inputs(shape, dtype)
+def test_batch_norm(shape, training, layout, dtype):
+    x, stats = batch_norm_inputs(shape, dtype, layout)
     wide = "float32" if dtype in ("float16", "bfloat16") else dtype
-    ref = batch_norm_run("cpu", x, stats, wide, training)
-    got = batch_norm_run(DEVICE, x, stats, dtype, training)
+    ref = batch_norm_run("cpu", x, stats, wide, training, layout)
+    got = batch_norm_run(DEVICE, x, stats, dtype, training, layout)
     rtol, atol = TOL[dtype]
     stat_tol = TOL["float32" if dtype != "float64" else dtype]
     for i, (g, r) in enumerate(zip(got, ref)):
