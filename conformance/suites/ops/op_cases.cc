@@ -672,6 +672,10 @@ std::vector<OpCase> matmul_cases(DLDataType dt) {
       c("empty_k_gives_zeros", {7, 0}, {0, 5}),
       c("noncontiguous_a", {7, 13}, {13, 5}, false, false, true),
       c("large_128x256x96", {128, 256}, {256, 96}),
+      // K, N and the row starts multiples of 8 (the 32-byte-load paths of
+      // GPU-style plugins), M not a multiple of their row tiles, a batch
+      // broadcast on each side.
+      c("aligned_broadcast_2x1x37x24x72", {2, 1, 37, 24}, {3, 24, 72}),
   };
   // Every combination of transposes with every batch layout: both batched,
   // either side broadcast (size 1), both broadcast, and either side of a

@@ -1,7 +1,7 @@
-// The neural-network operators: matmul (matmul.comp), row normalisations,
-// batch_norm and rotary_embedding (rows.comp), conv2d and pooling
-// (conv.comp), attention (attention.comp), cross_entropy (xent.comp). All
-// compute in f32 and round once at the store.
+// The neural-network operators: matmul (matmul.comp; matmul_wide.comp for
+// aligned f32), row normalisations, batch_norm and rotary_embedding
+// (rows.comp), conv2d and pooling (conv.comp), attention (attention.comp),
+// cross_entropy (xent.comp). All compute in f32 and round once at the store.
 #include <cmath>
 
 #include "kernels/kernel.h"
@@ -13,6 +13,35 @@ namespace {
 // workgroup of 64 invocations, K in steps of kMatmulDepth (MM_TM, MM_TN,
 // MM_BK there).
 constexpr int64_t kMatmulRows = 8, kMatmulCols = 8, kMatmulDepth = 16, kMatmulGroup = 64;
+// The tiles of matmul_wide.comp (MM_TM x MM_TN per invocation, K in steps of
+// 8): 16 x 16 on CPU devices (lavapipe: llvmpipe's per-lane loads are the
+// cost, so each loaded value feeds as many FMAs as possible; the
+// accumulators live on the stack), 8 x 8 elsewhere (64 accumulators, which
+// a GPU keeps in registers). README.md, "matmul".
+struct WideTile {
+  const char* module;
+  int64_t rows, cols;
+};
+constexpr WideTile kWideCpu{"matmul_wide", 16, 16}, kWideGpu{"matmul_wide8", 8, 8};
+constexpr int64_t kWideDepth = 8;
+
+// Whether matmul_wide.comp serves the product: f32, a's and b's rows
+// contiguous, K and N multiples of 8, and every row start of a, b and y a
+// multiple of 8 elements (32-byte loads and stores).
+bool wide_matmul(const KernelContext& c, int64_t K, int64_t N, int64_t a_m, int64_t a_k,
+                 int64_t b_k, int64_t b_n, const std::vector<int64_t>& as,
+                 const std::vector<int64_t>& bs) {
+  const TensorRef& a = c.inputs[0];
+  const TensorRef& b = c.inputs[1];
+  const TensorRef& y = c.outputs[0];
+  bool ok = c.stream->device->physical->subgroup_broadcast && y.dtype.code == kDLFloat &&
+            y.dtype.bits == 32 && a_k == 1 && b_n == 1 && K % 8 == 0 && N % 8 == 0 &&
+            a_m % 8 == 0 && b_k % 8 == 0 && a.offset % 8 == 0 && b.offset % 8 == 0 &&
+            y.offset % 8 == 0;
+  for (int64_t stride : as) ok = ok && stride % 8 == 0;
+  for (int64_t stride : bs) ok = ok && stride % 8 == 0;
+  return ok;
+}
 
 void matmul_kernel(KernelContext& c) {
   const TensorRef& a = c.inputs[0];
@@ -36,15 +65,23 @@ void matmul_kernel(KernelContext& c) {
   int64_t b_row = b.strides[b.ndim - 2], b_col = b.strides[b.ndim - 1];
   int64_t M = y.shape[y.ndim - 2], N = y.shape[y.ndim - 1];
   int64_t K = ta ? a.shape[a.ndim - 2] : a.shape[a.ndim - 1];
-  int64_t row_tiles = (M + kMatmulRows - 1) / kMatmulRows;
-  int64_t col_tiles = (N + kMatmulGroup * kMatmulCols - 1) / (kMatmulGroup * kMatmulCols);
+  const int64_t a_m = ta ? a_col : a_row, a_k = ta ? a_row : a_col;
+  const int64_t b_k = tb ? b_col : b_row, b_n = tb ? b_row : b_col;
+  const bool wide = wide_matmul(c, K, N, a_m, a_k, b_k, b_n, as, bs);
+  const WideTile& tile =
+      c.stream->device->physical->properties.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? kWideCpu
+                                                                                       : kWideGpu;
+  const int64_t rows = wide ? tile.rows : kMatmulRows, cols = wide ? tile.cols : kMatmulCols;
+  const int64_t depth = wide ? kWideDepth : kMatmulDepth;
+  int64_t row_tiles = (M + rows - 1) / rows;
+  int64_t col_tiles = (N + kMatmulGroup * cols - 1) / (kMatmulGroup * cols);
   int64_t tiles = outputs / (M * N) * row_tiles * col_tiles;
   // Per tile an invocation turns the loop over k steps once per step (the
   // loops inside a step have constant bounds and are unrolled by glslc),
   // the batch unravelling twice per batch dimension and the store loop.
-  int64_t steps = (K + kMatmulDepth - 1) / kMatmulDepth;
-  require_loop_budget(c, uint64_t(tiles * kMatmulGroup),
-                      uint64_t(steps + 2 * batch + kMatmulRows + 1), "the inner dimension K");
+  int64_t steps = (K + depth - 1) / depth;
+  require_loop_budget(c, uint64_t(tiles * kMatmulGroup), uint64_t(steps + 2 * batch + rows + 1),
+                      "the inner dimension K");
   Params p;
   p.add(tiles);
   p.add(batch);
@@ -55,22 +92,24 @@ void matmul_kernel(KernelContext& c) {
   p.add(N);
   p.add(K);
   p.add(a.offset);
-  p.add(ta ? a_col : a_row);  // m stride
-  p.add(ta ? a_row : a_col);  // k stride
+  p.add(a_m);
+  p.add(a_k);
   p.add(b.offset);
-  p.add(tb ? b_col : b_row);  // k stride
-  p.add(tb ? b_row : b_col);  // n stride
+  p.add(b_k);
+  p.add(b_n);
   p.add(y.offset);
   p.add(row_tiles);
   p.add(col_tiles);
   const bool broadcast = c.stream->device->physical->subgroup_broadcast;
   // f32 with b's rows contiguous and every row start a multiple of 4
   // elements: b loaded as vec4s (matmul.comp, MM_VEC4), 4 columns a load.
-  const int64_t b_k = tb ? b_col : b_row, b_n = tb ? b_row : b_col;
   bool vec4 = broadcast && y.dtype.code == kDLFloat && y.dtype.bits == 32 && b_n == 1 &&
               b_k % 4 == 0 && b.offset % 4 == 0 && N % 4 == 0;
   for (int64_t stride : bs) vec4 = vec4 && stride % 4 == 0;
-  const char* module = vec4 ? "matmul_v4" : broadcast ? "matmul" : "matmul_plain";
+  const char* module = wide        ? tile.module
+                       : vec4      ? "matmul_v4"
+                       : broadcast ? "matmul"
+                                   : "matmul_plain";
   dispatch(c.stream, module_name(module, {y.dtype}), 0,
            {{0, a.buffer()}, {1, b.buffer()}, {3, y.buffer()}}, p.data(), p.size(),
            uint64_t(tiles * kMatmulGroup));
