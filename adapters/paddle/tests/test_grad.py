@@ -146,6 +146,32 @@ def test_adam_steps_match_cpu(name, dtype):
     assert not np.allclose(dev, np.linspace(-1.5, 2.0, 12).reshape(4, 3))  # it moved
 
 
+@pytest.mark.parametrize("amsgrad", [False, True], ids=["plain", "amsgrad"])
+def test_adam_with_a_host_learning_rate_matches_cpu(amsgrad):
+    # Paddle's optimizers keep the learning rate on the device; a direct
+    # adam_ call may pass it on the host: then the fused call takes it as its
+    # attribute (plain), or it is uploaded by a fill (amsgrad).
+    rng = np.random.default_rng(9)
+    init = [rng.uniform(-1, 1, (5,)).astype("float32") for _ in range(2)]
+    grads = [rng.uniform(-1, 1, (5,)).astype("float32") * (3 - i) for i in range(3)]
+
+    def steps(device):
+        paddle.set_device("cpu")
+        lr = paddle.to_tensor(np.array(0.05, dtype="float32"))  # stays on the host
+        pows = [paddle.to_tensor(np.array([b], dtype="float32")) for b in (0.9, 0.6)]
+        paddle.set_device(device)
+        p, m1 = paddle.to_tensor(init[0]), paddle.zeros([5])
+        m2, m2max = paddle.zeros([5]), paddle.to_tensor(np.abs(init[1]))
+        for g in grads:
+            paddle._C_ops.adam_(p, paddle.to_tensor(g), lr, m1, m2, m2max, pows[0], pows[1],
+                                None, None, 0.9, 0.6, 1e-8, False, 1000, False, False, amsgrad)
+        return [t.cpu().numpy() for t in (p, m1, m2, m2max)]
+    got, ref = steps(DEVICE), steps("cpu")
+    for name, g, r in zip(("param", "moment1", "moment2", "moment2_max"), got, ref):
+        np.testing.assert_allclose(g, r, rtol=1e-5, atol=1e-6, err_msg=name)
+    assert not np.allclose(got[0], init[0])
+
+
 def test_sgd_step_matches_cpu():
     def step(device):
         paddle.set_device(device)
