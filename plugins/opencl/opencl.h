@@ -148,7 +148,7 @@ class OpenclPlugin {
   void device_synchronize(oar_device_t device);
   void device_memory_info(oar_device_t device, uint64_t* out_free, uint64_t* out_total);
 
-  // kernels/kernel.cc
+  // backend.cc (the operators: kernels/*.cc through its Backend)
   void register_kernels(const oar_kernel_registrar_t* registrar);
 
   // stream.cc
