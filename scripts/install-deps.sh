@@ -15,8 +15,9 @@ packages=(
   clang-15 libomp-15-dev
   # oar-conform's signed bundles: SHA-256 and Ed25519, tar.gz
   libssl-dev libarchive-dev
-  # the cpu plugin: BLAS for matmul and conv2d
-  libopenblas-dev
+  # the cpu plugin: BLAS for matmul and conv2d; oneDNN's sgemm for f32 GEMMs on
+  # x86-64 (plugins/cpu/CMakeLists.txt, OAR_CPU_SGEMM; about 7 MB download)
+  libopenblas-dev libdnnl-dev
   # the opencl plugin: ICD loader and headers; PoCL is the OpenCL device here
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd
   # the vulkan plugin: loader, shader compiler; Mesa's lavapipe is the device

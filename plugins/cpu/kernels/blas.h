@@ -1,6 +1,15 @@
-// OpenBLAS as the cpu kernels use it (matmul, conv2d and its gradients,
+// BLAS as the cpu kernels use it (matmul, conv2d and its gradients,
 // attention): the type BLAS computes each dtype in, f16/bf16 staging through
 // f32 with one rounding at the store, sgemm/dgemm, and the 32-bit size limit.
+//
+// f32 GEMMs (f16 and bf16 too, through f32) go to oneDNN's dnnl_sgemm where
+// the build found Debian's libdnnl-dev (OAR_CPU_ONEDNN, x86-64; see
+// plugins/cpu/CMakeLists.txt), else to OpenBLAS's cblas_sgemm; f64 GEMMs
+// always go to OpenBLAS (oneDNN has no dgemm). On this AVX-512 machine
+// oneDNN's sgemm is about 12 % faster per core than OpenBLAS's SkylakeX
+// kernel at 1024^3, on a par with MKL (docs/performance.md, "BLAS for matmul
+// and conv2d"). Its threads are OpenMP's, the same pool as the kernels'
+// loops: inside an OpenMP region it runs on the calling thread.
 //
 // Threads: OpenBLAS is set to one thread the first time a kernel calls it;
 // kernels that mix GEMMs with loops (conv2d and its gradients, attention,
@@ -17,6 +26,9 @@
 
 #include <cblas.h>
 #include <omp.h>
+#if OAR_CPU_ONEDNN
+#include <dnnl.h>
+#endif
 
 #include <algorithm>
 #include <climits>
@@ -78,6 +90,16 @@ inline void blas_on_one_thread() {
   (void)once;
 }
 
+#if OAR_CPU_ONEDNN
+// dnnl_sgemm, row major like the cblas call below; on OpenMP's threads
+// outside a parallel region.
+inline dnnl_status_t onednn_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+                                  const float* a, int64_t lda, const float* b, int64_t ldb,
+                                  float beta, float* c, int64_t ldc) {
+  return dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+#endif
+
 // c[m, n] = alpha * op(a) op(b) + beta * c, row major with leading dimensions
 // lda, ldb, ldc: a is [m, k] ([k, m] when |ta|), b is [k, n] ([n, k] when
 // |tb|). With beta 0, c's old contents are never read (they may be NaN). Runs
@@ -95,6 +117,19 @@ void gemm_ld(bool ta, bool tb, int64_t m, int64_t n, int64_t k, F alpha, const F
     }
     return;
   }
+#if OAR_CPU_ONEDNN
+  if constexpr (std::is_same_v<F, float>) {
+    // On the calling thread: oneDNN takes OpenMP's thread count, which is
+    // one inside a parallel region and set to one here outside of one.
+    const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+    if (threads > 1) omp_set_num_threads(1);
+    const dnnl_status_t status = onednn_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    if (threads > 1) omp_set_num_threads(threads);
+    oar::sdk::require(status == dnnl_success, OAR_STATUS_INTERNAL,
+                      "dnnl_sgemm failed with oneDNN status " + std::to_string(int(status)));
+    return;
+  }
+#endif
   blas_on_one_thread();
   auto op = [](bool t) { return t ? CblasTrans : CblasNoTrans; };
   if constexpr (std::is_same_v<F, double>) {
@@ -116,9 +151,10 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, F alpha, const F* a
 // Below this many multiply-adds a GEMM stays on one thread.
 inline constexpr int64_t kParallelGemm = int64_t(1) << 20;
 
-// One GEMM on OpenBLAS's own threads, as many as OpenMP's (on the calling
-// thread alone inside a parallel region or when small): the thread count is
-// raised for the call and set back to one after. OpenBLAS's threads share the
+// One GEMM on as many threads as OpenMP's (on the calling thread alone inside
+// a parallel region or when small). f32 with oneDNN: panels of c on OpenMP's
+// team. Else on OpenBLAS's own threads: the thread count is raised for the
+// call and set back to one after. OpenBLAS's threads share the
 // packing of the operands, which panels per OpenMP thread cannot (measured:
 // 1024^3 with two OpenMP panels took about 1.6x the CPU time). Another
 // stream's kernel that calls BLAS inside an OpenMP region meanwhile may get
@@ -128,6 +164,33 @@ void parallel_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, F alpha, c
                    const F* b, F beta, F* c) {
   const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
   if (threads <= 1 || m * n * k < kParallelGemm) return gemm(ta, tb, m, n, k, alpha, a, b, beta, c);
+#if OAR_CPU_ONEDNN
+  if constexpr (std::is_same_v<F, float>) {  // k > 0: kParallelGemm
+    // One panel of c per OpenMP thread (rows, or columns when c is wider than
+    // tall), each a one-thread dnnl_sgemm: dnnl_sgemm's own threads wait for
+    // each other inside the call, which under load (a core taken by another
+    // process) made 1024^3 3-5x slower than OpenBLAS (measured, load 17);
+    // panels wait only at the region's end. Each thread packs the operand
+    // the panels share: measured no slower than dnnl_sgemm's own threads.
+    const int64_t lda = ta ? m : k, ldb = tb ? k : n;
+    const bool rows = m >= n;
+    const int64_t extent = rows ? m : n;
+    int failed = 0;
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(| : failed)
+    for (int p = 0; p < threads; ++p) {
+      const int64_t begin = extent * p / threads, end = extent * (p + 1) / threads;
+      if (end == begin) continue;
+      const float* pa = rows ? (ta ? a + begin : a + begin * lda) : a;
+      const float* pb = rows ? b : (tb ? b + begin * ldb : b + begin);
+      float* pc = rows ? c + begin * n : c + begin;
+      const int64_t pm = rows ? end - begin : m, pn = rows ? n : end - begin;
+      failed |=
+          onednn_sgemm(ta, tb, pm, pn, k, alpha, pa, lda, pb, ldb, beta, pc, n) != dnnl_success;
+    }
+    oar::sdk::require(!failed, OAR_STATUS_INTERNAL, "dnnl_sgemm failed");
+    return;
+  }
+#endif
   blas_on_one_thread();
   openblas_set_num_threads(threads);
   gemm(ta, tb, m, n, k, alpha, a, b, beta, c);
