@@ -41,6 +41,27 @@ inline const oar_plugin_api_t* load_plugin(const char* path) {
   return query(OAR_ABI_MAJOR, OAR_ABI_MINOR);
 }
 
+// Runs the registered kernel |fn| (with its |user_data|) once, as the core's
+// dispatcher would: on |device| and |stream| (null where the test calls a
+// kernel outside a plugin), with these tensors and attributes.
+inline oar_status_t call_kernel(oar_kernel_fn fn, void* user_data, oar_device_t device,
+                                oar_stream_t stream, std::vector<DLTensor> inputs,
+                                std::vector<DLTensor> outputs,
+                                const std::vector<oar_attr_t>& attrs = {}) {
+  oar_kernel_call_t c{};
+  c.struct_size = OAR_KERNEL_CALL_STRUCT_SIZE;
+  c.device = device;
+  c.stream = stream;
+  c.inputs = inputs.data();
+  c.num_inputs = inputs.size();
+  c.outputs = outputs.data();
+  c.num_outputs = outputs.size();
+  c.attrs = attrs.data();
+  c.num_attrs = attrs.size();
+  c.user_data = user_data;
+  return fn(&c);
+}
+
 // The calls the plugin's tests make through Api(), the plugin's table.
 template <const oar_plugin_api_t* (*Api)()>
 class PluginTest : public ::testing::Test {

@@ -27,6 +27,7 @@
 #include <tuple>
 #include <vector>
 
+#include "gpu_plugin_test_util.h"
 #include "kernels/kernels.cu"
 #include "operators.h"
 
@@ -204,16 +205,7 @@ class Operators {
       bool same = true;
       for (size_t i = 0; i < dtypes.size(); ++i) same = same && r.dtypes[i] == dtypes[i];
       if (!same) continue;
-      oar_kernel_call_t c{};
-      c.struct_size = OAR_KERNEL_CALL_STRUCT_SIZE;
-      c.inputs = inputs.data();
-      c.num_inputs = inputs.size();
-      c.outputs = outputs.data();
-      c.num_outputs = outputs.size();
-      c.attrs = attrs.data();
-      c.num_attrs = attrs.size();
-      c.user_data = r.user_data;
-      return r.fn(&c);
+      return oar_gpu_test::call_kernel(r.fn, r.user_data, nullptr, nullptr, inputs, outputs, attrs);
     }
     ADD_FAILURE() << op << ": no kernel registered for these dtypes";
     return OAR_STATUS_INTERNAL;

@@ -320,18 +320,8 @@ class CudaOperatorTest : public CudaPluginTest {
   }
   oar_status_t call(const ops_test::Def& def, std::vector<DLTensor> inputs,
                     std::vector<DLTensor> outputs, std::vector<oar_attr_t> attrs = {}) {
-    oar_kernel_call_t c{};
-    c.struct_size = OAR_KERNEL_CALL_STRUCT_SIZE;
-    c.device = device_;
-    c.stream = stream_;
-    c.inputs = inputs.data();
-    c.num_inputs = inputs.size();
-    c.outputs = outputs.data();
-    c.num_outputs = outputs.size();
-    c.attrs = attrs.data();
-    c.num_attrs = attrs.size();
-    c.user_data = def.user_data;
-    return def.fn(&c);
+    return oar_gpu_test::call_kernel(def.fn, def.user_data, device_, stream_, std::move(inputs),
+                                     std::move(outputs), attrs);
   }
   static uint64_t address(const DLTensor& t) {
     return uint64_t(reinterpret_cast<uintptr_t>(t.data)) + t.byte_offset;

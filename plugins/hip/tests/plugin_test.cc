@@ -310,18 +310,8 @@ class HipOperatorTest : public HipPluginTest {
   }
   oar_status_t call(const Def& def, std::vector<DLTensor> inputs, std::vector<DLTensor> outputs,
                     std::vector<oar_attr_t> attrs = {}) {
-    oar_kernel_call_t c{};
-    c.struct_size = OAR_KERNEL_CALL_STRUCT_SIZE;
-    c.device = device_;
-    c.stream = stream_;
-    c.inputs = inputs.data();
-    c.num_inputs = inputs.size();
-    c.outputs = outputs.data();
-    c.num_outputs = outputs.size();
-    c.attrs = attrs.data();
-    c.num_attrs = attrs.size();
-    c.user_data = def.user_data;
-    return def.fn(&c);
+    return oar_gpu_test::call_kernel(def.fn, def.user_data, device_, stream_, std::move(inputs),
+                                     std::move(outputs), attrs);
   }
 
   std::vector<Def> defs_;

@@ -399,18 +399,8 @@ class LevelZeroKernelTest : public LevelZeroPluginTest {
   }
   oar_status_t run(const KernelDef& def, std::vector<DLTensor> inputs,
                    std::vector<DLTensor> outputs, std::vector<oar_attr_t> attrs = {}) {
-    oar_kernel_call_t c{};
-    c.struct_size = OAR_KERNEL_CALL_STRUCT_SIZE;
-    c.device = device_;
-    c.stream = stream_;
-    c.inputs = inputs.data();
-    c.num_inputs = inputs.size();
-    c.outputs = outputs.data();
-    c.num_outputs = outputs.size();
-    c.attrs = attrs.data();
-    c.num_attrs = attrs.size();
-    c.user_data = def.user_data;
-    return def.fn(&c);
+    return oar_gpu_test::call_kernel(def.fn, def.user_data, device_, stream_, std::move(inputs),
+                                     std::move(outputs), attrs);
   }
   std::vector<Launch> synchronized_launches() {
     EXPECT_EQ(api()->stream_synchronize(stream_), OAR_STATUS_OK) << last_error;
@@ -429,18 +419,7 @@ class LevelZeroKernelTest : public LevelZeroPluginTest {
   }
   oar_status_t call(const KernelDef& def, DLTensor x, DLTensor y,
                     std::vector<oar_attr_t> attrs = {}) {
-    oar_kernel_call_t c{};
-    c.struct_size = OAR_KERNEL_CALL_STRUCT_SIZE;
-    c.device = device_;
-    c.stream = stream_;
-    c.inputs = &x;
-    c.num_inputs = 1;
-    c.outputs = &y;
-    c.num_outputs = 1;
-    c.attrs = attrs.data();
-    c.num_attrs = attrs.size();
-    c.user_data = def.user_data;
-    return def.fn(&c);
+    return oar_gpu_test::call_kernel(def.fn, def.user_data, device_, stream_, {x}, {y}, attrs);
   }
   void TearDown() override {
     if (initialized_) {
