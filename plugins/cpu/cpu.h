@@ -1,7 +1,8 @@
 // The cpu plugin: the host as an OAR device. Memory handles are real host
 // pointers (so DLPack consumers of cpu tensors see a usable address), streams
-// and events are the SDK's QueueStreams (one worker thread per stream), kernels
-// run on a stream's worker.
+// and events are the SDK's QueueStreams (one worker thread per stream). Kernels
+// run on a stream's worker, or on the calling thread when the stream is idle
+// and the work small (README.md, OAR_CPU_INLINE_BYTES).
 #pragma once
 
 #include <cstdint>
