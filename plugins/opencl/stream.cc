@@ -6,6 +6,7 @@
 #include <cstring>
 #include <string>
 
+#include "kernels/kernel.h"  // index_error_operator: the codes of common.cl
 #include "opencl.h"
 
 namespace oar::opencl {
@@ -69,18 +70,6 @@ std::shared_ptr<Record> enqueue_point(oar_stream_t stream) {
   check(cl().clFlush(stream->queue), "clFlush");
   return record;
 }
-
-namespace {
-
-// The operator codes the kernels write into the error record (common.cl).
-const char* index_error_operator(cl_int code) {
-  static const char* const kNames[] = {"index_select",  "gather",         "embedding",
-                                       "cross_entropy", "embedding_grad", "cross_entropy_grad",
-                                       "one_hot",       "scatter",        "scatter_add"};
-  return code >= 1 && code <= 9 ? kNames[code - 1] : "a kernel";
-}
-
-}  // namespace
 
 void throw_if_failed(oar_stream_t stream) {
   StreamErrors& errors = *stream->errors;
