@@ -65,20 +65,7 @@ def build_large(name):
         def loss_fn(out, target):
             return paddle.mean((out - target) ** 2)
     elif name == "cnn":
-        class CNN(nn.Layer):
-            def __init__(self):
-                super().__init__()
-                self.conv1 = nn.Conv2D(3, 64, 3, padding=1)
-                self.pool1 = nn.MaxPool2D(2, 2)
-                self.conv2 = nn.Conv2D(64, 128, 3, padding=1)
-                self.pool2 = nn.AvgPool2D(2, 2)
-                self.fc = nn.Linear(128 * 8 * 8, 10)
-
-            def forward(self, x):
-                x = self.pool1(F.relu(self.conv1(x)))
-                x = self.pool2(F.relu(self.conv2(x)))
-                return self.fc(paddle.flatten(x, 1))
-        model = CNN()
+        model = models.CNN(in_channels=3, widths=(64, 128), pooled=8)
         x = paddle.to_tensor(rng.standard_normal((32, 3, 32, 32)).astype(np.float32))
         y = paddle.to_tensor(rng.integers(0, 10, (32,)).astype(np.int64))
 

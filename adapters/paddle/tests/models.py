@@ -31,13 +31,17 @@ LEARNING_RATE = {"mlp": 0.05, "cnn": 0.05, "transformer": 0.05}
 
 
 class CNN(nn.Layer):
-    def __init__(self):
+    """Two 3x3 convolutions (|widths| channels) with pooling, then a linear
+    layer to 10 classes; |pooled| is the side of the last feature map (the
+    input's side / 4). The defaults are the tests' model (1x8x8 images)."""
+
+    def __init__(self, in_channels=1, widths=(4, 8), pooled=2):
         super().__init__()
-        self.conv1 = nn.Conv2D(1, 4, 3, padding=1)
+        self.conv1 = nn.Conv2D(in_channels, widths[0], 3, padding=1)
         self.pool1 = nn.MaxPool2D(2, 2)
-        self.conv2 = nn.Conv2D(4, 8, 3, padding=1)
+        self.conv2 = nn.Conv2D(widths[0], widths[1], 3, padding=1)
         self.pool2 = nn.AvgPool2D(2, 2)
-        self.fc = nn.Linear(8 * 2 * 2, 10)
+        self.fc = nn.Linear(widths[1] * pooled * pooled, 10)
 
     def forward(self, x):
         x = self.pool1(F.relu(self.conv1(x)))
