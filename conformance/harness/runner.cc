@@ -208,8 +208,16 @@ std::vector<pid_t> child_processes() {
     char* end = nullptr;
     const long pid = std::strtol(entry->d_name, &end, 10);
     if (pid <= 0 || *end != '\0') continue;
-    std::ifstream stat(fmt::format("/proc/{}/stat", pid));
-    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    // A process that exits while its stat is read makes read() fail with
+    // ESRCH, on which libstdc++'s filebuf throws whatever the stream's
+    // exception mask: such a process is no child any more.
+    std::string text;
+    try {
+      std::ifstream stat(fmt::format("/proc/{}/stat", pid));
+      text.assign(std::istreambuf_iterator<char>(stat), std::istreambuf_iterator<char>());
+    } catch (const std::exception&) {
+      continue;
+    }
     const size_t name_end = text.rfind(')');  // the name may hold spaces and ')'
     if (name_end == std::string::npos) continue;
     char state = 0;

@@ -90,9 +90,15 @@ MPI_Op mpi_op(DLDataType t, int32_t op) {
 bool process_gone(int64_t pid) {
   if (kill(pid_t(pid), 0) != 0 && errno == ESRCH) return true;
   // A killed child stays a zombie until reaped: it is gone as well.
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  // read() of the stat of a process that exits meanwhile fails with ESRCH,
+  // on which libstdc++'s filebuf throws: the process is gone.
   std::string line;
-  if (!std::getline(stat, line)) return false;
+  try {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    if (!std::getline(stat, line)) return false;
+  } catch (const std::exception&) {
+    return true;
+  }
   size_t paren = line.rfind(')');
   return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] == 'Z';
 }
