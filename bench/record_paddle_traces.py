@@ -24,7 +24,6 @@ Run with the Paddle venv's python, from the repository root:
 """
 import argparse
 import glob
-import math
 import os
 import subprocess
 import sys
@@ -83,13 +82,7 @@ def build_large(name):
                                    paddle.reshape(target, [-1]))
     else:
         raise ValueError(name)
-    for i, p in enumerate(model.parameters()):
-        fan_in = p.shape[0] if len(p.shape) == 2 else max(1, int(np.prod(p.shape[1:])))
-        scale = 1.0 / math.sqrt(fan_in) if len(p.shape) > 1 else 0.1
-        value = np.random.default_rng(i + 1).standard_normal(p.shape) * scale
-        if len(p.shape) == 1 and "w_" in p.name and isinstance(model, models.Block):
-            value = 1.0 + value
-        p.set_value(value.astype(np.float32))
+    models.init_weights(model)
     return model, x, y, loss_fn
 
 

@@ -129,6 +129,12 @@ def build(name):
                                    paddle.reshape(target, [-1]))
     else:
         raise ValueError(name)
+    init_weights(model)
+    return model, x, y, loss_fn
+
+
+def init_weights(model):
+    """Draws |model|'s parameters with numpy, the same on every device."""
     for i, p in enumerate(model.parameters()):
         fan_in = p.shape[0] if len(p.shape) == 2 else max(1, int(np.prod(p.shape[1:])))
         scale = 1.0 / math.sqrt(fan_in) if len(p.shape) > 1 else 0.1
@@ -136,7 +142,6 @@ def build(name):
         if len(p.shape) == 1 and "w_" in p.name and isinstance(model, (Block, CNNBN)):
             value = 1.0 + value  # LayerNorm / BatchNorm scales near 1
         p.set_value(value.astype(np.float32))
-    return model, x, y, loss_fn
 
 
 OPTIMIZERS = ("sgd", "adam", "adamw")
